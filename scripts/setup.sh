@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs everything agent-s3 needs on a fresh Debian machine, idempotently:
+# the desktop packages (as root, only when one is missing), a virtual environment and the project.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  xvfb xauth x11-utils xdotool wmctrl openbox xterm scrot dbus-x11 fonts-dejavu-core
+  mousepad pcmanfm libreoffice-calc libreoffice-writer
+  bubblewrap tesseract-ocr tesseract-ocr-eng
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PY" -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+fi
+stamp="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$stamp" ]; then
+  echo "setup: installing the project into .venv"
+  .venv/bin/pip install -q -e '.[dev]'
+  echo "$stamp" > .venv/.setup-stamp
+fi

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole check, from a fresh machine: set-up, lint, the import contract, the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+echo "== ruff"
+.venv/bin/ruff check .
+echo "== import contract"
+.venv/bin/lint-imports
+echo "== tests"
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"

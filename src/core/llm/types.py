@@ -1,0 +1,96 @@
+"""Provider-neutral chat messages, generation settings and outputs.
+
+Every room builds prompts from these and receives `ModelOutput`; only provider adapters
+know a wire format.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ChatMessage",
+    "GenerateConfig",
+    "ImagePart",
+    "ModelOutput",
+    "Part",
+    "TextPart",
+    "Usage",
+]
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImagePart(BaseModel):
+    """An image sent inline; `data` is the encoded file (PNG unless `media_type` says)."""
+
+    model_config = ConfigDict(frozen=True)
+    type: Literal["image"] = "image"
+    data: bytes = Field(repr=False)
+    media_type: str = "image/png"
+    #: OpenAI's detail hint; ignored by providers without one.
+    detail: Literal["auto", "low", "high"] = "auto"
+
+    def b64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+
+Part = TextPart | ImagePart
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    role: Literal["system", "user", "assistant"]
+    content: str | list[Part]
+    #: Marks the end of a stable prefix worth caching (Anthropic cache breakpoint).
+    cache: bool = False
+
+    def parts(self) -> list[Part]:
+        return [TextPart(text=self.content)] if isinstance(self.content, str) else list(self.content)
+
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts() if isinstance(p, TextPart))
+
+
+class GenerateConfig(BaseModel):
+    """Decoding settings; None means the provider's default."""
+
+    model_config = ConfigDict(frozen=True)
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    #: For reasoning models ("minimal", "low", "medium", "high"); mapped per provider.
+    reasoning_effort: str | None = None
+    stop: list[str] | None = None
+
+    def merged(self, other: GenerateConfig | None) -> GenerateConfig:
+        """Settings of `other` that are set win over ours."""
+        if other is None:
+            return self
+        mine = self.model_dump()
+        mine.update({k: v for k, v in other.model_dump().items() if v is not None})
+        return GenerateConfig(**mine)
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: Input tokens served from the provider's prompt cache (priced separately).
+    cached_tokens: int = 0
+    #: Input tokens written to the prompt cache (Anthropic bills these at a premium).
+    cache_write_tokens: int = 0
+
+
+class ModelOutput(BaseModel):
+    text: str
+    model: str
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str | None = None

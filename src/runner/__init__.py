@@ -1,0 +1,1 @@
+"""Rollouts, scaling strategies, executors, reports and the `agent-s3` command line."""
