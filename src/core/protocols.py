@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 __all__ = [
+    "EnvError",
     "Environment",
-    "EnvironmentError",
     "EnvironmentLost",
     "ExecResult",
     "Platform",
@@ -26,11 +26,11 @@ Platform = Literal["ubuntu", "windows", "android"]
 SandboxLanguage = Literal["python", "bash", "powershell", "cmd"]
 
 
-class EnvironmentError(Exception):  # noqa: A001 - deliberately scoped to this module
+class EnvError(Exception):
     """Base of every error an environment raises on purpose."""
 
 
-class EnvironmentLost(EnvironmentError):
+class EnvironmentLost(EnvError):
     """The environment is gone (crashed VM, dead display, unreachable server).
 
     A rollout that sees this cannot continue; the runner may retry it on a fresh one.
