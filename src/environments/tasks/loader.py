@@ -1,0 +1,113 @@
+"""Read task files and task lists in OSWorld's layout.
+
+A task list (``test_all.json``) maps a domain to task ids; the task file for an id is
+``examples/<domain>/<id>.json`` beside the list. Every failure is a `TaskFileError` whose
+message is one line naming the file and the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from environments.tasks.errors import TaskFileError
+from environments.tasks.model import OSWorldTask
+
+__all__ = ["iter_task_files", "load_task", "load_task_list", "parse_task", "read_task_list"]
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("str", "list[...]", "dict[str,any]", "GetterSpec", "function-after[_parallel_lists(), Evaluator]"):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _describe(error: ValidationError) -> str:
+    errors = error.errors()
+    first = errors[0]
+    field = _field_path(tuple(first["loc"]))
+    if first["type"] == "missing":
+        what = f"required field {field!r} is missing"
+    else:
+        what = f"field {field!r}: {first['msg']}"
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return what + more
+
+
+def parse_task(data: Any, source: str = "<task>") -> OSWorldTask:
+    """Validate an already-decoded task object; `source` names it in errors."""
+    if not isinstance(data, dict):
+        raise TaskFileError(f"{source}: a task file must hold a JSON object, found {type(data).__name__}")
+    try:
+        return OSWorldTask.model_validate(data)
+    except ValidationError as exc:
+        raise TaskFileError(f"{source}: {_describe(exc)}; fix the task file") from None
+
+
+def load_task(path: str | Path, domain: str = "") -> OSWorldTask:
+    """Read and validate one task file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot read the task file ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaskFileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    return parse_task(data, str(path)).located(path.resolve(), domain)
+
+
+def read_task_list(list_file: str | Path) -> dict[str, list[str]]:
+    """The `{domain: [task id, ...]}` object of a task list, checked for shape."""
+    list_file = Path(list_file)
+    try:
+        data = json.loads(list_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TaskFileError(f"{list_file}: cannot read the task list ({exc.strerror or exc})") from None
+    except json.JSONDecodeError as exc:
+        raise TaskFileError(f"{list_file}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise TaskFileError(f"{list_file}: a task list must be an object mapping domains to lists of ids")
+    for domain, ids in data.items():
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise TaskFileError(f"{list_file}: domain {domain!r} must map to a list of task id strings")
+    return data
+
+
+def load_task_list(list_file: str | Path, examples_dir: str | Path | None = None) -> list[OSWorldTask]:
+    """Load every task a list names, in list order.
+
+    `examples_dir` defaults to ``examples`` beside the list file. A task whose `id` differs
+    from its file name is an error: ids are how results are filed.
+    """
+    list_file = Path(list_file)
+    root = Path(examples_dir) if examples_dir is not None else list_file.parent / "examples"
+    tasks = []
+    for domain, ids in read_task_list(list_file).items():
+        for task_id in ids:
+            path = root / domain / f"{task_id}.json"
+            if not path.is_file():
+                raise TaskFileError(f"{list_file}: task {domain}/{task_id} has no file {path}")
+            task = load_task(path, domain)
+            if task.id != task_id:
+                raise TaskFileError(f"{path}: field 'id' is {task.id!r} but the list names {task_id!r}")
+            tasks.append(task)
+    return tasks
+
+
+def iter_task_files(root: str | Path) -> Iterator[tuple[str, Path]]:
+    """(domain, path) for every ``<root>/<domain>/<file>.json``, sorted."""
+    root = Path(root)
+    for path in sorted(root.glob("*/*.json")):
+        yield path.parent.name, path

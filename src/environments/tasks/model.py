@@ -1,0 +1,163 @@
+"""OSWorld's task JSON as pydantic models.
+
+Field names follow OSWorld's `evaluation_examples/` files exactly so that a task written for
+OSWorld loads unchanged. Unknown fields are kept (``extra="allow"``), not rejected: the
+upstream files carry occasional extras (``hint``, ``env_may_change``, ``_config_note``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+__all__ = ["Evaluator", "GetterSpec", "MetricCall", "OSWorldTask", "SetupStep"]
+
+
+class SetupStep(BaseModel):
+    """One `{type, parameters}` entry of `config` or `evaluator.postconfig`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+class GetterSpec(BaseModel):
+    """A `result` or `expected` entry: a getter `type` plus that getter's own fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The getter's fields other than `type` (e.g. `path`, `dest`, `command`, `rules`)."""
+        return dict(self.model_extra or {})
+
+
+@dataclass(frozen=True, slots=True)
+class MetricCall:
+    """One metric of an evaluator with its own getters and options, lists already split."""
+
+    func: str
+    result: GetterSpec | None
+    expected: GetterSpec | None
+    options: dict[str, Any]
+
+
+class Evaluator(BaseModel):
+    """How a finished task is scored: getters fetch states, metrics compare them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    func: str | list[str]
+    result: GetterSpec | list[GetterSpec | None] | None = None
+    expected: GetterSpec | list[GetterSpec | None] | None = None
+    options: dict[str, Any] | list[dict[str, Any] | None] | None = None
+    conj: Literal["and", "or"] = "and"
+    postconfig: list[SetupStep] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _parallel_lists(self) -> Evaluator:
+        if isinstance(self.func, list):
+            if not self.func:
+                raise ValueError("func: an empty list names no metric")
+            for name in ("result", "expected", "options"):
+                value = getattr(self, name)
+                if isinstance(value, list) and len(value) != len(self.func):
+                    raise ValueError(f"{name}: has {len(value)} entries for {len(self.func)} funcs")
+            if self.result is not None and not isinstance(self.result, list):
+                raise ValueError("result: must be a list when func is a list")
+        else:
+            for name in ("result", "expected"):
+                if isinstance(getattr(self, name), list):
+                    raise ValueError(f"{name}: is a list but func is a single metric")
+        return self
+
+    @property
+    def funcs(self) -> list[str]:
+        return self.func if isinstance(self.func, list) else [self.func]
+
+    def calls(self) -> list[MetricCall]:
+        """The metrics with their getters and options, one entry per func."""
+        if isinstance(self.func, str):
+            options = self.options if isinstance(self.options, dict) else {}
+            result = self.result if isinstance(self.result, GetterSpec) else None
+            expected = self.expected if isinstance(self.expected, GetterSpec) else None
+            return [MetricCall(self.func, result, expected, dict(options))]
+        calls = []
+        for i, func in enumerate(self.func):
+            calls.append(
+                MetricCall(
+                    func,
+                    _nth(self.result, i),
+                    _nth(self.expected, i),
+                    dict(_nth_options(self.options, i)),
+                )
+            )
+        return calls
+
+
+def _nth(value: GetterSpec | list[GetterSpec | None] | None, i: int) -> GetterSpec | None:
+    if isinstance(value, list):
+        return value[i]
+    return value
+
+
+def _nth_options(value: dict[str, Any] | list[dict[str, Any] | None] | None, i: int) -> dict[str, Any]:
+    if isinstance(value, list):
+        return value[i] or {}
+    return value or {}
+
+
+class OSWorldTask(BaseModel):
+    """One task file. Only `id`, `instruction` and `evaluator` are required."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    instruction: str
+    evaluator: Evaluator
+    snapshot: str = ""
+    source: str | list[str] = ""
+    trajectory: str = ""
+    config: list[SetupStep] = Field(default_factory=list)
+    related_apps: list[str] = Field(default_factory=list)
+    proxy: bool = False
+    fixed_ip: bool = False
+    possibility_of_env_change: str = "low"
+
+    _path: Path | None = PrivateAttr(default=None)
+    _domain: str = PrivateAttr(default="")
+
+    @property
+    def path(self) -> Path | None:
+        """The file this task was read from; relative local files resolve against its folder."""
+        return self._path
+
+    @property
+    def domain(self) -> str:
+        """The task list's domain (e.g. ``libreoffice_calc``), or the snapshot label."""
+        return self._domain or self.snapshot
+
+    @property
+    def base_dir(self) -> Path | None:
+        return self._path.parent if self._path is not None else None
+
+    def located(self, path: Path | None, domain: str = "") -> OSWorldTask:
+        """Record where the task came from (kept out of the JSON fields)."""
+        self._path = path
+        self._domain = domain
+        return self
+
+    def all_steps(self) -> list[SetupStep]:
+        """Setup steps followed by evaluator postconfig steps."""
+        return [*self.config, *self.evaluator.postconfig]
