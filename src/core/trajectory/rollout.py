@@ -1,0 +1,87 @@
+"""A rollout's header and a whole rollout in memory."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from pydantic import Field
+
+from .base import Record
+from .step import Step
+
+__all__ = [
+    "AGENT_OUTCOMES",
+    "TERMINAL_STATUSES",
+    "WORLD_FAILURES",
+    "RolloutInfo",
+    "RolloutStatus",
+    "Trajectory",
+]
+
+RolloutStatus = Literal[
+    "running",
+    "done",
+    "failed",
+    "step_limit",
+    "cost_limit",
+    "environment_lost",
+    "format_error",
+    "errored",
+]
+
+#: Every status but ``running``: the rollout will not change any more.
+TERMINAL_STATUSES: frozenset[str] = frozenset(get_args(RolloutStatus)) - {"running"}
+#: Ended by the world (dead VM, persistent API errors), not by the agent; a resumed run
+#: may redo these.
+WORLD_FAILURES: frozenset[str] = frozenset({"environment_lost", "errored"})
+#: Ended by the agent or its budget: a real result to judge and score.
+AGENT_OUTCOMES: frozenset[str] = TERMINAL_STATUSES - WORLD_FAILURES
+
+
+class RolloutInfo(Record):
+    """The header of one rollout, ``rollout.json`` beside its ``traj.jsonl``.
+
+    It lives in a file of its own, rewritten atomically, because it changes in place
+    (status, end time, score) while the step log only grows: a header line inside the log
+    could not be updated without rewriting the whole log, and listing a run's rollouts
+    would have to open every log. Reading it never touches the steps.
+    """
+
+    schema_version: int = 1
+    run_id: str
+    task_id: str
+    rollout: int = Field(ge=0)
+    """Index k of ``rollout-<k>``."""
+    model: str
+    """The policy's ``provider/model`` for this rollout (from the mixture)."""
+    seed: int | None = None
+    environment: str | None = None
+    """Name of the environment the rollout ran in (e.g. ``local-3``)."""
+    status: RolloutStatus = "running"
+    """``done``: the agent declared success; ``failed``: it declared the task infeasible;
+    ``step_limit`` / ``cost_limit``: a budget ran out; ``environment_lost``: the
+    environment died; ``format_error``: the model's replies kept failing to parse;
+    ``errored``: any other error that persisted after retries."""
+    reason: str | None = None
+    """One line on why the rollout ended, secrets removed."""
+    attempts: int = Field(default=1, ge=1)
+    """How many times this rollout was started, counting this one."""
+    started_at: float
+    """Wall-clock start of this attempt, seconds since the epoch."""
+    ended_at: float | None = None
+    step_count: int = Field(default=0, ge=0)
+    """Steps in ``traj.jsonl`` when the header was last written."""
+    score: float | None = None
+    """The task evaluator's score of the final state, when evaluated."""
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class Trajectory(Record):
+    """A whole rollout in memory: its header and its steps (screenshots stay on disk)."""
+
+    schema_version: int = 1
+    info: RolloutInfo
+    steps: list[Step] = Field(default_factory=list)
