@@ -81,12 +81,17 @@ class GenerateConfig(BaseModel):
 
 
 class Usage(BaseModel):
+    """Token counts of one call. `input_tokens` counts every prompt token; `cached_tokens`
+    and `cache_write_tokens` are the parts of it read from / written to the prompt cache."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     #: Input tokens served from the provider's prompt cache (priced separately).
     cached_tokens: int = 0
     #: Input tokens written to the prompt cache (Anthropic bills these at a premium).
     cache_write_tokens: int = 0
+    #: True when the counts are an estimate (the scripted provider), not the provider's.
+    estimated: bool = False
 
 
 class ModelOutput(BaseModel):

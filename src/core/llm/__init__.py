@@ -1,0 +1,58 @@
+"""The model layer: one async `ChatModel` over provider adapters named "provider/model".
+
+Providers: openai, anthropic, vllm, gemini, openrouter (OpenAI-compatible endpoints),
+scripted (strict test scripts), replay (a recording). `ChatModel` owns retries, the
+per-endpoint concurrency limit, the `Ledger` and recording.
+"""
+
+from .errors import (
+    MalformedReplyError,
+    MissingAPIKeyError,
+    ModelCallError,
+    ModelError,
+    ReplayMissError,
+    ScriptError,
+    UnknownProviderError,
+)
+from .ledger import Ledger, ModuleTotals
+from .model import ChatModel
+from .prices import DEFAULT_PRICES, Price, PriceTable
+from .provider import PROVIDERS, ModelAPI
+from .recorder import Recorder, request_digest
+from .records import CallRecord
+from .retry import RetryDecision, RetryPolicy
+from .scripted import Reply, Script, ScriptRequest
+from .types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Part, TextPart, Usage
+
+__all__ = [
+    "DEFAULT_PRICES",
+    "PROVIDERS",
+    "CallRecord",
+    "ChatMessage",
+    "ChatModel",
+    "GenerateConfig",
+    "ImagePart",
+    "Ledger",
+    "MalformedReplyError",
+    "MissingAPIKeyError",
+    "ModelAPI",
+    "ModelCallError",
+    "ModelError",
+    "ModelOutput",
+    "ModuleTotals",
+    "Part",
+    "Price",
+    "PriceTable",
+    "Recorder",
+    "ReplayMissError",
+    "Reply",
+    "RetryDecision",
+    "RetryPolicy",
+    "Script",
+    "ScriptError",
+    "ScriptRequest",
+    "TextPart",
+    "UnknownProviderError",
+    "Usage",
+    "request_digest",
+]

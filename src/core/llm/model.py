@@ -1,0 +1,170 @@
+"""`ChatModel`: the one model class every room calls.
+
+It owns what adapters must not repeat: retries with backoff (decided by the adapter's
+classifier), a concurrency limit per endpoint, per-attempt timeouts, the ledger entry of
+every call, recording, and keeping secrets out of errors. Adapters only `generate()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+import uuid
+import weakref
+from typing import Any
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from .errors import ModelCallError, ScriptError
+from .ledger import Ledger
+from .prices import PriceTable
+from .provider import ModelAPI, current_module, provider_class, split_name
+from .recorder import Recorder
+from .records import CallRecord
+from .retry import RetryDecision, RetryPolicy
+from .types import ChatMessage, GenerateConfig, ModelOutput, Usage
+
+__all__ = ["ChatModel"]
+
+_Slots = dict[tuple[str, int], asyncio.Semaphore]
+_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Slots] = weakref.WeakKeyDictionary()
+
+
+def _slot(key: str, limit: int) -> asyncio.Semaphore:
+    """The semaphore shared by every model on this loop with the same endpoint and limit."""
+    per_loop = _SLOTS.setdefault(asyncio.get_running_loop(), {})
+    return per_loop.setdefault((key, limit), asyncio.Semaphore(limit))
+
+
+class ChatModel:
+    """An async chat model named "provider/model"."""
+
+    def __init__(self, api: ModelAPI, *, ledger: Ledger | None = None, prices: PriceTable | None = None,
+                 recorder: Recorder | None = None, tags: dict[str, str] | None = None,
+                 retry: RetryPolicy | None = None, max_connections: int | None = None,
+                 timeout: float | None = None, config: GenerateConfig | None = None) -> None:
+        self.api = api
+        self.ledger = ledger
+        self.prices = prices if prices is not None else PriceTable()
+        self.recorder = recorder
+        self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.max_connections = max_connections or api.default_max_connections
+        self.timeout = timeout if timeout is not None else api.timeout
+        self.config = config or GenerateConfig()
+
+    @classmethod
+    def from_name(cls, name: str, *, ledger: Ledger | None = None, base_url: str | None = None,
+                  api_key: str | None = None, prices: PriceTable | None = None,
+                  recorder: Recorder | None = None, tags: dict[str, str] | None = None,
+                  retry: RetryPolicy | None = None, max_connections: int | None = None,
+                  timeout: float = 120.0, config: GenerateConfig | None = None) -> ChatModel:
+        """Build the adapter for `name` ("openai/gpt-4o", "scripted/s", "replay/run.jsonl").
+
+        `timeout` bounds each attempt; `max_connections` overrides the provider's default
+        concurrency limit; `config` holds defaults that each call's config overrides.
+        """
+        provider, model = split_name(name)
+        api = provider_class(provider)(model, base_url=base_url, api_key=api_key, timeout=timeout)
+        return cls(api, ledger=ledger, prices=prices, recorder=recorder, tags=tags, retry=retry,
+                   max_connections=max_connections, timeout=timeout, config=config)
+
+    @property
+    def name(self) -> str:
+        return self.api.name
+
+    def __repr__(self) -> str:
+        return f"ChatModel({self.name!r}, tags={self.tags!r})"
+
+    def with_tags(self, **tags: Any) -> ChatModel:
+        """A copy sharing adapter, ledger and recorder, whose records carry these tags too."""
+        clone = copy.copy(self)
+        clone.tags = {**self.tags, **{k: str(v) for k, v in tags.items()}}
+        return clone
+
+    async def aclose(self) -> None:
+        """Close the adapter's connections (shared with copies made by `with_tags`)."""
+        await self.api.aclose()
+
+    async def generate(self, messages: list[ChatMessage], *, module: str,
+                       config: GenerateConfig | None = None) -> ModelOutput:
+        """One reply, retried as the adapter's classifier allows; one ledger record either way.
+
+        Raises `ModelCallError` when the call finally fails (and `ScriptError` unchanged,
+        so a scripted test cannot swallow it).
+        """
+        if not messages:
+            raise ValueError("generate() needs at least one message")
+        merged = self.config.merged(config)
+        started, clock = time.time(), time.perf_counter()
+        attempts = 0
+        token = current_module.set(module)
+        try:
+            retrying = AsyncRetrying(
+                stop=stop_after_attempt(max(self.retry.max_attempts, 1)),
+                wait=self._wait,
+                retry=retry_if_exception(lambda exc: self._classify(exc).retry),
+                reraise=True,
+            )
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    output = await self._attempt(messages, merged)
+        except ScriptError as exc:
+            self._log(module, started, clock, Usage(), attempts - 1, self._clean(str(exc)))
+            raise
+        except Exception as exc:
+            decision = self._classify(exc)
+            message = self._clean(f"{type(exc).__name__}: {exc}")
+            self._log(module, started, clock, Usage(), attempts - 1, message)
+            raise ModelCallError(self.name, decision.reason, message, retries=attempts - 1,
+                                 status=decision.status) from exc
+        finally:
+            current_module.reset(token)
+        self._log(module, started, clock, output.usage, attempts - 1, None)
+        if self.recorder is not None:
+            self.recorder.record(model=self.name, module=module, messages=list(messages),
+                                 config=merged, output=output)
+        return output
+
+    async def _attempt(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+        async with _slot(self.api.concurrency_key(), self.max_connections):
+            async with asyncio.timeout(self.timeout):
+                output = await self.api.generate(list(messages), config)
+        if not isinstance(output, ModelOutput):
+            raise TypeError(f"{type(self.api).__name__}.generate returned {type(output).__name__}")
+        return output
+
+    def _classify(self, error: BaseException) -> RetryDecision:
+        return self.api.classify(error)
+
+    def _wait(self, state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        decision = self._classify(error) if error else RetryDecision.transient("unknown")
+        return self.retry.wait(state.attempt_number, decision)
+
+    def _clean(self, text: str) -> str:
+        for secret in self.api.secrets():
+            text = text.replace(secret, "***")
+        return text
+
+    def _log(self, module: str, started: float, clock: float, usage: Usage, retries: int,
+             error: str | None) -> None:
+        if self.ledger is None:
+            return
+        self.ledger.append(CallRecord(
+            id=uuid.uuid4().hex,
+            module=module,
+            model=self.name,
+            tags=dict(self.tags),
+            started_at=started,
+            seconds=time.perf_counter() - clock,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cached_tokens=usage.cached_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            dollars=self.prices.cost(self.name, usage),
+            retries=max(retries, 0),
+            error=error,
+        ))

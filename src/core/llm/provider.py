@@ -1,0 +1,104 @@
+"""The provider tier: adapters that speak one wire protocol each.
+
+An adapter implements only `generate()` (one attempt, no retries) and `classify()` (what
+to do about an exception it raised). `ChatModel` owns everything else. Adapters are found
+by the provider part of a "provider/model" name and imported only when first used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from abc import ABC, abstractmethod
+from contextvars import ContextVar
+from typing import ClassVar
+
+from .errors import MalformedReplyError, ReplayMissError, ScriptError, UnknownProviderError
+from .retry import RetryDecision
+from .types import ChatMessage, GenerateConfig, ModelOutput
+
+__all__ = ["PROVIDERS", "ModelAPI", "current_module", "provider_class", "split_name"]
+
+#: The module tag of the call in progress, set by `ChatModel` for adapters that keep it
+#: (the scripted provider records it with each request).
+current_module: ContextVar[str] = ContextVar("current_module", default="")
+
+#: Provider name -> "module:Class", imported lazily.
+PROVIDERS: dict[str, str] = {
+    "openai": "core.llm.providers.openai:OpenAIAPI",
+    "anthropic": "core.llm.providers.anthropic:AnthropicAPI",
+    "vllm": "core.llm.providers.openai_compatible:VLLMAPI",
+    "gemini": "core.llm.providers.openai_compatible:GeminiAPI",
+    "openrouter": "core.llm.providers.openai_compatible:OpenRouterAPI",
+    "scripted": "core.llm.scripted:ScriptedAPI",
+    "replay": "core.llm.replay:ReplayAPI",
+}
+
+
+class ModelAPI(ABC):
+    """One model behind one endpoint. Subclasses set `provider` and implement `generate`."""
+
+    provider: ClassVar[str]
+    #: Concurrent requests allowed per endpoint unless the caller says otherwise.
+    default_max_connections: ClassVar[int] = 32
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = 120.0) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.timeout = timeout
+        self._api_key = api_key
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+    @abstractmethod
+    async def generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+        """One attempt at a reply; raise on any failure and let `classify` judge it."""
+
+    def classify(self, error: BaseException) -> RetryDecision:
+        """Retry decision for errors every provider can meet; subclasses add their SDK's."""
+        if isinstance(error, MalformedReplyError):
+            return RetryDecision.no("malformed")
+        if isinstance(error, ScriptError):
+            return RetryDecision.no("script")
+        if isinstance(error, ReplayMissError):
+            return RetryDecision.no("replay_miss")
+        if isinstance(error, (TimeoutError, asyncio.TimeoutError)):
+            return RetryDecision.transient("timeout")
+        if isinstance(error, (ConnectionError, EOFError)):
+            return RetryDecision.transient("connection")
+        return RetryDecision.no("error")
+
+    def concurrency_key(self) -> str:
+        """Calls with equal keys share one concurrency limit."""
+        return f"{self.provider}:{self.base_url or ''}"
+
+    def secrets(self) -> list[str]:
+        """Strings that must never reach a log, record or error message."""
+        return [self._api_key] if self._api_key else []
+
+    async def aclose(self) -> None:
+        """Release connections; the default holds none."""
+        return None
+
+
+def split_name(name: str) -> tuple[str, str]:
+    provider, sep, model = name.partition("/")
+    if not sep or not provider or not model:
+        raise UnknownProviderError(f"model names look like 'provider/model', got {name!r}")
+    return provider, model
+
+
+def provider_class(provider: str) -> type[ModelAPI]:
+    target = PROVIDERS.get(provider)
+    if target is None:
+        known = ", ".join(sorted(PROVIDERS))
+        raise UnknownProviderError(f"unknown model provider {provider!r}; use one of: {known}")
+    module_name, _, attr = target.partition(":")
+    cls: type[ModelAPI] = getattr(importlib.import_module(module_name), attr)
+    return cls
