@@ -1,0 +1,276 @@
+"""The policy's action grammar: one discriminated union of typed, validated actions.
+
+Each class is one `agent.<name>(...)` call the model may write. Field order is the
+positional order, field descriptions and class docstrings are what the prompt shows
+(see `reference.py`), so the grammar, the parser and the prompt share one source.
+Key names are checked against the platform passed as validation context
+(`{"platform": "windows"}`); without context Ubuntu is assumed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
+
+from agent_s3.keys import UnknownKey, normalize_key
+from core.protocols import Platform
+
+__all__ = [
+    "ACTION_TYPES",
+    "CONTROL_ACTIONS",
+    "Action",
+    "ActionBase",
+    "CallCodeAgent",
+    "Click",
+    "Done",
+    "DragAndDrop",
+    "Fail",
+    "HighlightTextSpan",
+    "HoldAndPress",
+    "Hotkey",
+    "Open",
+    "Scroll",
+    "SwitchApplications",
+    "TypeText",
+    "Wait",
+    "action_adapter",
+    "action_call",
+    "action_fields",
+    "action_name",
+]
+
+MAX_DESCRIPTION = 500
+MAX_TEXT = 5000
+MAX_NAME = 200
+MAX_SUBTASK = 4000
+
+Description = Annotated[str, Field(min_length=1, max_length=MAX_DESCRIPTION)]
+
+
+def _platform(info: ValidationInfo) -> Platform:
+    ctx = info.context or {}
+    return ctx.get("platform", "ubuntu")
+
+
+def _keys(value: list[str], info: ValidationInfo) -> list[str]:
+    try:
+        return [normalize_key(k, _platform(info)) for k in value]
+    except UnknownKey as e:
+        raise ValueError(str(e)) from None
+
+
+class ActionBase(BaseModel):
+    """Common configuration: strict types, no unknown arguments, immutable."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    #: True for actions that need an element located on screen.
+    grounded: ClassVar[bool] = False
+
+
+class Click(ActionBase):
+    """Click on an element of the screen."""
+
+    kind: Literal["click"] = "click"
+    element_description: Description = Field(
+        description="A detailed description of the element to click, specific enough to pick it out on the screen."
+    )
+    num_clicks: int = Field(1, ge=1, le=3, description="How many times to click (1 to 3).")
+    button_type: Literal["left", "middle", "right"] = Field("left", description="Which mouse button to use.")
+    hold_keys: list[str] = Field(
+        default_factory=list, max_length=4, description="Keys held down while clicking, e.g. ['ctrl']."
+    )
+    grounded: ClassVar[bool] = True
+
+    _check_keys = field_validator("hold_keys")(_keys)
+
+
+class TypeText(ActionBase):
+    """Type text, optionally after clicking an element to focus it."""
+
+    kind: Literal["type"] = "type"
+    element_description: str | None = Field(
+        None,
+        max_length=MAX_DESCRIPTION,
+        description="The element to click before typing; None types into whatever has focus.",
+    )
+    text: str = Field("", max_length=MAX_TEXT, description="The text to type, exactly as it should appear.")
+    overwrite: bool = Field(False, description="True selects and deletes the existing content first.")
+    enter: bool = Field(False, description="True presses Enter after typing.")
+    grounded: ClassVar[bool] = True
+
+
+class Scroll(ActionBase):
+    """Scroll inside an element with the mouse wheel."""
+
+    kind: Literal["scroll"] = "scroll"
+    element_description: Description = Field(description="The element to scroll in.")
+    clicks: int = Field(
+        ge=-50, le=50, description="Wheel clicks: positive scrolls up (or right), negative down (or left)."
+    )
+    horizontal: bool = Field(False, description="True scrolls sideways instead of up and down.")
+    grounded: ClassVar[bool] = True
+
+    @field_validator("clicks")
+    @classmethod
+    def _nonzero(cls, v: int) -> int:
+        if v == 0:
+            raise ValueError("clicks must not be 0")
+        return v
+
+
+class DragAndDrop(ActionBase):
+    """Press the mouse on one element, drag it and release it on another."""
+
+    kind: Literal["drag_and_drop"] = "drag_and_drop"
+    starting_description: Description = Field(description="The element where the drag starts.")
+    ending_description: Description = Field(description="The element where it is dropped.")
+    hold_keys: list[str] = Field(default_factory=list, max_length=4, description="Keys held during the drag.")
+    grounded: ClassVar[bool] = True
+
+    _check_keys = field_validator("hold_keys")(_keys)
+
+
+class Hotkey(ActionBase):
+    """Press a key combination, all keys together, e.g. ['ctrl', 'c']."""
+
+    kind: Literal["hotkey"] = "hotkey"
+    keys: list[str] = Field(min_length=1, max_length=5, description="The keys, modifiers first.")
+
+    _check_keys = field_validator("keys")(_keys)
+
+
+class HoldAndPress(ActionBase):
+    """Hold some keys down while pressing others one after another."""
+
+    kind: Literal["hold_and_press"] = "hold_and_press"
+    hold_keys: list[str] = Field(min_length=1, max_length=4, description="Keys held down throughout.")
+    press_keys: list[str] = Field(min_length=1, max_length=20, description="Keys pressed in order.")
+
+    _check_keys = field_validator("hold_keys", "press_keys")(_keys)
+
+
+class Open(ActionBase):
+    """Open an application or a file by its name."""
+
+    kind: Literal["open"] = "open"
+    app_or_filename: str = Field(
+        min_length=1,
+        max_length=MAX_NAME,
+        pattern=r"^[^\n\r\t]+$",
+        description="The application or file name.",
+    )
+
+
+class SwitchApplications(ActionBase):
+    """Bring an already open application window to the front."""
+
+    kind: Literal["switch_applications"] = "switch_applications"
+    app_code: str = Field(
+        min_length=1,
+        max_length=MAX_NAME,
+        pattern=r"^[^\n\r\t]+$",
+        description="The application's name or window title.",
+    )
+
+
+class HighlightTextSpan(ActionBase):
+    """Select a span of visible text by dragging from its first words to its last words."""
+
+    kind: Literal["highlight_text_span"] = "highlight_text_span"
+    starting_phrase: Description = Field(
+        description="The words where the selection starts, as shown on screen."
+    )
+    ending_phrase: Description = Field(description="The words where it ends, as shown on screen.")
+
+
+class Wait(ActionBase):
+    """Do nothing for a while, e.g. until a page or an application has loaded."""
+
+    kind: Literal["wait"] = "wait"
+    seconds: float = Field(gt=0, le=60, description="How long to wait, in seconds (at most 60).")
+
+
+class Done(ActionBase):
+    """Declare the task complete. Only after you have seen on screen that it is."""
+
+    kind: Literal["done"] = "done"
+
+
+class Fail(ActionBase):
+    """Declare the task impossible to complete."""
+
+    kind: Literal["fail"] = "fail"
+
+
+class CallCodeAgent(ActionBase):
+    """Hand work to the code agent, which writes and runs Python or shell code in the background."""
+
+    kind: Literal["call_code_agent"] = "call_code_agent"
+    task: str | None = Field(
+        None,
+        max_length=MAX_SUBTASK,
+        description="A focused subtask; None gives the code agent the original task unchanged.",
+    )
+
+
+Action = Annotated[
+    Click
+    | TypeText
+    | Scroll
+    | DragAndDrop
+    | Hotkey
+    | HoldAndPress
+    | Open
+    | SwitchApplications
+    | HighlightTextSpan
+    | Wait
+    | Done
+    | Fail
+    | CallCodeAgent,
+    Field(discriminator="kind"),
+]
+
+#: Every action class in the order the prompt lists them.
+ACTION_TYPES: tuple[type[ActionBase], ...] = (
+    Click,
+    TypeText,
+    Scroll,
+    DragAndDrop,
+    Hotkey,
+    HoldAndPress,
+    Open,
+    SwitchApplications,
+    HighlightTextSpan,
+    Wait,
+    Done,
+    Fail,
+    CallCodeAgent,
+)
+
+#: Actions with no GUI code; the caller acts on them (finish, sleep, run the code agent).
+CONTROL_ACTIONS = frozenset({"wait", "done", "fail", "call_code_agent"})
+
+action_adapter: TypeAdapter[Action] = TypeAdapter(Action)
+
+
+def action_name(cls: type[ActionBase]) -> str:
+    return cls.model_fields["kind"].default
+
+
+def action_fields(cls: type[ActionBase]) -> list[str]:
+    """Argument names in positional order."""
+    return [n for n in cls.model_fields if n != "kind"]
+
+
+def action_call(action: ActionBase) -> str:
+    """The action as the `agent.<name>(...)` call the model would write (for history)."""
+    cls = type(action)
+    args: list[str] = []
+    for name in action_fields(cls):
+        value: Any = getattr(action, name)
+        field = cls.model_fields[name]
+        if not field.is_required() and value == field.get_default(call_default_factory=True):
+            continue
+        args.append(f"{name}={value!r}")
+    return f"agent.{action.kind}({', '.join(args)})"  # type: ignore[attr-defined]

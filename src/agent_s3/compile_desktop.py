@@ -1,0 +1,236 @@
+"""Compile grounded actions into pyautogui programs for Ubuntu and Windows desktops.
+
+The output is Python source the environment runs inside the desktop, never on the host.
+Every value taken from the model enters the source through `repr`, so quotes, backslashes,
+newlines or `$(...)` stay inert data; commands are argument lists, never shell strings.
+Control actions (wait, done, fail, call_code_agent) have no GUI code: the caller acts on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agent_s3.actions import (
+    CONTROL_ACTIONS,
+    Action,
+    Click,
+    DragAndDrop,
+    HighlightTextSpan,
+    HoldAndPress,
+    Hotkey,
+    Open,
+    Scroll,
+    SwitchApplications,
+    TypeText,
+)
+from agent_s3.points import Point, PointerEvent, clamp
+
+__all__ = ["Compiled", "DesktopOptions", "compile_desktop"]
+
+DesktopPlatform = Literal["ubuntu", "windows"]
+_KEY_SPELLING = {"menu": "apps"}
+# pyautogui on Windows sends raw wheel units; one notch is 120 of them.
+_WIN_WHEEL = 120
+
+
+@dataclass(frozen=True, slots=True)
+class DesktopOptions:
+    platform: DesktopPlatform = "ubuntu"
+    #: How `open` starts things on Ubuntu: "launcher" presses Super and types the name (GNOME),
+    #: "exec" runs the program or opens the file directly (desktops without a launcher).
+    ubuntu_open: Literal["launcher", "exec"] = "launcher"
+    #: Seconds between typed characters.
+    type_interval: float = 0.01
+    #: Seconds to let a launcher or Start menu appear before typing into it.
+    launcher_delay: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A compiled action: the program to run (None for control actions) and pointer events."""
+
+    code: str | None
+    pointer_events: list[PointerEvent] = field(default_factory=list)
+
+
+def _k(key: str) -> str:
+    return repr(_KEY_SPELLING.get(key, key))
+
+
+def _held(holds: list[str], body: list[str]) -> list[str]:
+    """Wrap `body` so held keys are released even when it fails."""
+    if not holds:
+        return body
+    down = [f"pyautogui.keyDown({_k(k)})" for k in holds]
+    up = [f"    pyautogui.keyUp({_k(k)})" for k in reversed(holds)]
+    return [*down, "try:", *(f"    {line}" for line in body), "finally:", *up]
+
+
+def _write(text: str, opts: DesktopOptions) -> list[str]:
+    if not text:
+        return []
+    if text.isascii():
+        return [f"pyautogui.write({text!r}, interval={opts.type_interval!r})"]
+    if opts.platform == "ubuntu":
+        # pyautogui drops non-ASCII on X11; xdotool types any Unicode, given as one argument.
+        delay = str(max(1, round(opts.type_interval * 1000)))
+        return [
+            "import subprocess",
+            f"subprocess.run(['xdotool', 'type', '--delay', {delay!r}, '--', {text!r}], check=True)",
+        ]
+    return [*_windows_clipboard(text), "pyautogui.hotkey('ctrl', 'v')", "time.sleep(0.2)"]
+
+
+def _windows_clipboard(text: str) -> list[str]:
+    """Put `text` on the Windows clipboard as CF_UNICODETEXT through the Win32 API."""
+    return [
+        "import ctypes",
+        "from ctypes import wintypes",
+        "k32, u32 = ctypes.windll.kernel32, ctypes.windll.user32",
+        "k32.GlobalAlloc.restype = wintypes.HGLOBAL",
+        "k32.GlobalAlloc.argtypes = [wintypes.UINT, ctypes.c_size_t]",
+        "k32.GlobalLock.restype = wintypes.LPVOID",
+        "k32.GlobalLock.argtypes = [wintypes.HGLOBAL]",
+        "k32.GlobalUnlock.argtypes = [wintypes.HGLOBAL]",
+        "u32.SetClipboardData.argtypes = [wintypes.UINT, wintypes.HANDLE]",
+        f"data = {text!r}.encode('utf-16-le') + b'\\x00\\x00'",
+        "handle = k32.GlobalAlloc(0x0002, len(data))",
+        "ctypes.memmove(k32.GlobalLock(handle), data, len(data))",
+        "k32.GlobalUnlock(handle)",
+        "u32.OpenClipboard(None)",
+        "u32.EmptyClipboard()",
+        "u32.SetClipboardData(13, handle)",
+        "u32.CloseClipboard()",
+    ]
+
+
+def _click(a: Click, p: Point) -> list[str]:
+    body = [f"pyautogui.click({p.x}, {p.y}, clicks={a.num_clicks}, interval=0.1, button={a.button_type!r})"]
+    return _held(a.hold_keys, body)
+
+
+def _type(a: TypeText, p: Point | None, opts: DesktopOptions) -> list[str]:
+    lines = [f"pyautogui.click({p.x}, {p.y})", "time.sleep(0.2)"] if p else []
+    if a.overwrite:
+        lines += ["pyautogui.hotkey('ctrl', 'a')", "pyautogui.press('backspace')"]
+    lines += _write(a.text, opts)
+    if a.enter:
+        lines.append("pyautogui.press('enter')")
+    return lines
+
+
+def _scroll(a: Scroll, p: Point, opts: DesktopOptions) -> list[str]:
+    lines = [f"pyautogui.moveTo({p.x}, {p.y})", "time.sleep(0.3)"]
+    if opts.platform == "ubuntu":
+        fn = "hscroll" if a.horizontal else "scroll"
+        return [*lines, f"pyautogui.{fn}({a.clicks})"]
+    if a.horizontal:
+        # Windows' pyautogui.hscroll sends a vertical wheel; Shift+wheel scrolls sideways.
+        return [*lines, *_held(["shift"], [f"pyautogui.scroll({-a.clicks * _WIN_WHEEL})"])]
+    return [*lines, f"pyautogui.scroll({a.clicks * _WIN_WHEEL})"]
+
+
+def _drag(start: Point, end: Point, holds: list[str]) -> list[str]:
+    body = [
+        f"pyautogui.moveTo({start.x}, {start.y})",
+        f"pyautogui.dragTo({end.x}, {end.y}, duration=1.0, button='left')",
+    ]
+    return _held(holds, body)
+
+
+def _open(a: Open, opts: DesktopOptions) -> list[str]:
+    name = a.app_or_filename
+    if opts.platform == "ubuntu" and opts.ubuntu_open == "exec":
+        return [
+            "import os, shutil, subprocess",
+            f"name = {name!r}",
+            "path = os.path.expanduser(name)",
+            "if os.path.exists(path):",
+            "    subprocess.Popen(['xdg-open', path], start_new_session=True)",
+            "else:",
+            "    words = name.lower().split()",
+            "    exe = shutil.which('-'.join(words)) or shutil.which(words[0] if words else name)",
+            "    if exe is None:",
+            "        raise SystemExit(f'no application or file named {name!r}')",
+            "    subprocess.Popen([exe], start_new_session=True)",
+        ]
+    # Ubuntu's Super key opens the launcher search, Windows' opens the Start menu.
+    return [
+        "pyautogui.press('win')",
+        f"time.sleep({opts.launcher_delay!r})",
+        *_write(name, opts),
+        "time.sleep(0.5)",
+        "pyautogui.press('enter')",
+    ]
+
+
+def _switch(a: SwitchApplications, opts: DesktopOptions) -> list[str]:
+    head = [
+        "import difflib",
+        f"want = {a.app_code.lower()!r}",
+        "def score(label):",
+        "    label = label.lower()",
+        "    return difflib.SequenceMatcher(None, want, label).ratio() + (1.0 if want in label else 0.0)",
+    ]
+    if opts.platform == "ubuntu":
+        return [
+            "import subprocess",
+            *head,
+            "rows = subprocess.run(['wmctrl', '-lx'], capture_output=True, text=True, check=True).stdout",
+            "wins = [r.split(None, 4) for r in rows.splitlines()]",
+            "wins = [(w[0], ' '.join(w[2:])) for w in wins if len(w) >= 4]",
+            "best = max(wins, key=lambda w: score(w[1]), default=None)",
+            "if best is None:",
+            "    raise SystemExit('no open windows to switch to')",
+            "subprocess.run(['wmctrl', '-ia', best[0]], check=True)",
+        ]
+    return [
+        "import pygetwindow",
+        *head,
+        "wins = [w for w in pygetwindow.getAllWindows() if w.title.strip()]",
+        "best = max(wins, key=lambda w: score(w.title), default=None)",
+        "if best is None:",
+        "    raise SystemExit('no open windows to switch to')",
+        "if best.isMinimized:",
+        "    best.restore()",
+        "best.activate()",
+    ]
+
+
+def compile_desktop(
+    action: Action, points: Mapping[str, Point], screen: tuple[int, int], opts: DesktopOptions
+) -> Compiled:
+    """The pyautogui program for `action`, with its located `points` ("target", "start", "end")."""
+    if action.kind in CONTROL_ACTIONS:
+        return Compiled(code=None)
+    pts = {k: clamp(p.x, p.y, screen) for k, p in points.items()}
+    events: list[PointerEvent] = []
+    match action:
+        case Click():
+            t = pts["target"]
+            lines, events = _click(action, t), [PointerEvent("click", t.x, t.y)]
+        case TypeText():
+            t = pts.get("target") if action.element_description else None
+            lines = _type(action, t, opts)
+            events = [PointerEvent("click", t.x, t.y)] if t else []
+        case Scroll():
+            t = pts["target"]
+            lines, events = _scroll(action, t, opts), [PointerEvent("move", t.x, t.y)]
+        case DragAndDrop() | HighlightTextSpan():
+            s, e = pts["start"], pts["end"]
+            holds = action.hold_keys if isinstance(action, DragAndDrop) else []
+            lines = _drag(s, e, holds)
+            events = [PointerEvent("move", s.x, s.y), PointerEvent("drag", e.x, e.y)]
+        case Hotkey():
+            lines = [f"pyautogui.hotkey({', '.join(_k(k) for k in action.keys)})"]
+        case HoldAndPress():
+            lines = _held(action.hold_keys, [f"pyautogui.press({_k(k)})" for k in action.press_keys])
+        case Open():
+            lines = _open(action, opts)
+        case SwitchApplications():
+            lines = _switch(action, opts)
+        case _:
+            raise ValueError(f"no desktop compilation for {action.kind!r}")
+    return Compiled(code="\n".join(["import time", "import pyautogui", *lines]) + "\n", pointer_events=events)

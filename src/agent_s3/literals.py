@@ -1,0 +1,70 @@
+"""A literal evaluator over `ast` nodes that accepts data and nothing else.
+
+Model output is untrusted, so action arguments are read from the syntax tree by walking
+only the node types that denote plain values. Names, calls, attribute access, f-strings,
+operators and comprehensions are refused with a message the model can act on; nothing is
+ever evaluated.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+__all__ = ["NotLiteral", "literal_value"]
+
+_MAX_DEPTH = 4
+_MAX_ITEMS = 50
+
+
+class NotLiteral(ValueError):
+    """The node is not a plain literal; the message names what was found."""
+
+
+def _describe(node: ast.AST) -> str:
+    match node:
+        case ast.JoinedStr():
+            return "an f-string"
+        case ast.Call():
+            return "a function call"
+        case ast.Attribute():
+            return "attribute access"
+        case ast.Name():
+            return f"the variable name {node.id!r}"
+        case ast.ListComp() | ast.SetComp() | ast.DictComp() | ast.GeneratorExp():
+            return "a comprehension"
+        case ast.BinOp() | ast.BoolOp() | ast.Compare():
+            return "an expression with operators"
+        case ast.Subscript():
+            return "indexing"
+        case ast.Lambda():
+            return "a lambda"
+        case ast.Starred():
+            return "*-unpacking"
+        case ast.Dict() | ast.Set():
+            return "a dict or set"
+        case _:
+            return f"a {type(node).__name__} expression"
+
+
+def literal_value(node: ast.AST, _depth: int = 0) -> Any:
+    """The Python value of a literal node: str, int, float, bool, None or a list/tuple of them.
+
+    Tuples become lists, since the grammar speaks of lists. Anything else raises `NotLiteral`.
+    """
+    if _depth > _MAX_DEPTH:
+        raise NotLiteral("nesting is too deep")
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str | int | float | bool) or node.value is None:
+            return node.value
+        raise NotLiteral(f"the constant {type(node.value).__name__} is not allowed")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        operand = node.operand
+        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float):
+            return -operand.value if isinstance(node.op, ast.USub) else operand.value
+        raise NotLiteral("a sign may only precede a number")
+    if isinstance(node, ast.List | ast.Tuple):
+        if len(node.elts) > _MAX_ITEMS:
+            raise NotLiteral(f"a list may hold at most {_MAX_ITEMS} items")
+        return [literal_value(e, _depth + 1) for e in node.elts]
+    raise NotLiteral(f"{_describe(node)} is not allowed; write a plain literal value")

@@ -1,0 +1,37 @@
+"""Screen points, pointer events and the arithmetic between coordinate spaces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Point", "PointerEvent", "clamp", "scale"]
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """A position in screen pixels, the space actions address."""
+
+    x: int
+    y: int
+
+
+@dataclass(frozen=True, slots=True)
+class PointerEvent:
+    """What the pointer did, for markers on screenshots (red click, blue move, green drag)."""
+
+    kind: Literal["click", "move", "drag"]
+    x: int
+    y: int
+
+
+def clamp(x: float, y: float, screen: tuple[int, int]) -> Point:
+    """Round to the nearest pixel inside a screen of (width, height)."""
+    w, h = screen
+    return Point(min(max(round(x), 0), w - 1), min(max(round(y), 0), h - 1))
+
+
+def scale(x: float, y: float, space: tuple[float, float], screen: tuple[int, int]) -> Point:
+    """Map (x, y) given in a space of (width, height) units onto the screen, clamped."""
+    sw, sh = space
+    return clamp(x * screen[0] / sw, y * screen[1] / sh, screen)
