@@ -25,7 +25,13 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("str", "list[...]", "dict[str,any]", "GetterSpec", "function-after[_parallel_lists(), Evaluator]"):
+        elif part in (
+            "str",
+            "list[...]",
+            "dict[str,any]",
+            "GetterSpec",
+            "function-after[_parallel_lists(), Evaluator]",
+        ):
             continue
         else:
             out += f".{part}" if out else str(part)
@@ -64,7 +70,9 @@ def load_task(path: str | Path, domain: str = "") -> OSWorldTask:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TaskFileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        raise TaskFileError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
     return parse_task(data, str(path)).located(path.resolve(), domain)
 
 

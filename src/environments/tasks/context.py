@@ -1,0 +1,72 @@
+"""Per-task state shared by setup steps, getters and metrics, and where local files come from.
+
+This runner has no network: a `download` or `cloud_file` URL is served only from a local path
+(``file://...``, an absolute path, or a path relative to the task file) or from the task's
+cache folder, which uses OSWorld's cache names so an OSWorld cache can be copied in.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from environments.tasks.errors import TaskRunError
+from environments.tasks.model import OSWorldTask
+
+__all__ = ["TaskContext", "download_cache_name", "resolve_local"]
+
+
+@dataclass
+class TaskContext:
+    """One task being set up or scored against one environment."""
+
+    task: OSWorldTask
+    #: Host-side folder for downloaded inputs, fetched results and saved command outputs.
+    cache_dir: Path
+    #: Replaces ``{CLIENT_PASSWORD}`` in commands (OSWorld's desktop user password).
+    client_password: str = "password"
+    #: Filled on first use of a ``{SCREEN_*}`` placeholder.
+    screen_size: tuple[int, int] | None = None
+
+    @property
+    def task_id(self) -> str:
+        return self.task.id
+
+    def cache_path(self, name: str) -> Path:
+        """A file inside the cache folder; names that climb out of it are refused."""
+        path = (self.cache_dir / name).resolve()
+        if not path.is_relative_to(self.cache_dir.resolve()):
+            raise TaskRunError(f"task {self.task_id}: cache file name {name!r} leaves the cache folder")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def download_cache_name(url: str, vm_path: str) -> str:
+    """OSWorld's cache file name for a `download` entry."""
+    return f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_{Path(vm_path).name}"
+
+
+def resolve_local(ctx: TaskContext, url: str, cached_name: str) -> Path:
+    """The host file that stands for `url`: a local path, else the cached copy, else an error."""
+    parsed = urlparse(url)
+    candidate: Path | None = None
+    if parsed.scheme == "file":
+        candidate = Path(unquote(parsed.path))
+    elif parsed.scheme in ("",) or (len(parsed.scheme) == 1 and url[1:3] in (":\\", ":/")):
+        candidate = Path(url)
+        if not candidate.is_absolute() and ctx.task.base_dir is not None:
+            candidate = ctx.task.base_dir / candidate
+    if candidate is not None and candidate.is_file():
+        return candidate
+    cached = ctx.cache_dir / cached_name
+    if cached.is_file():
+        return cached
+    if candidate is not None:
+        raise TaskRunError(
+            f"task {ctx.task_id}: local file {candidate} does not exist; fix the path in the task"
+        )
+    raise TaskRunError(
+        f"task {ctx.task_id}: cannot fetch {url} (no network here); put the file at {cached} and run again"
+    )

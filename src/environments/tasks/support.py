@@ -1,0 +1,112 @@
+"""Which tasks of a set this runner can run: counts of setup types, getters and metrics.
+
+Loading never fails for an unsupported feature; this report names them, and running such a
+task raises the matching `Unsupported*` error. A task is `runnable` when every step, getter
+and metric is supported, and `offline` when, in addition, it needs no remote download.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+from environments.tasks.getters import getter_supported
+from environments.tasks.metrics import unsupported_reason
+from environments.tasks.model import OSWorldTask
+from environments.tasks.steps import step_supported
+
+__all__ = ["SupportReport", "support_report", "task_gaps"]
+
+
+def _remote(url: str) -> bool:
+    return urlparse(url).scheme in ("http", "https", "ftp")
+
+
+def task_gaps(task: OSWorldTask) -> list[str]:
+    """What keeps `task` from running here, e.g. ``["step:chrome_open_tabs", "metric:compare_pdfs"]``."""
+    gaps = [f"step:{s.type}" for s in task.all_steps() if not step_supported(s.type)]
+    for call in task.evaluator.calls():
+        if call.func != "infeasible" and unsupported_reason(call.func, call.options) is not None:
+            gaps.append(f"metric:{call.func}")
+        for spec in (call.result, call.expected):
+            if spec is not None and not getter_supported(spec.type):
+                gaps.append(f"getter:{spec.type}")
+    return list(dict.fromkeys(gaps))
+
+
+def _needs_network(task: OSWorldTask) -> bool:
+    for step in task.all_steps():
+        if step.type == "download" and any(
+            _remote(str(f.get("url", ""))) for f in step.parameters.get("files", [])
+        ):
+            return True
+    for call in task.evaluator.calls():
+        for spec in (call.result, call.expected):
+            if spec is not None and spec.type == "cloud_file":
+                paths = spec.params.get("path")
+                if any(_remote(str(p)) for p in (paths if isinstance(paths, list) else [paths])):
+                    return True
+    return False
+
+
+@dataclass
+class SupportReport:
+    """Occurrence counts (tasks using each feature), split into supported and unsupported."""
+
+    tasks: int = 0
+    runnable: int = 0
+    offline: int = 0
+    steps: Counter[str] = field(default_factory=Counter)
+    getters: Counter[str] = field(default_factory=Counter)
+    metrics: Counter[str] = field(default_factory=Counter)
+    unsupported: Counter[str] = field(default_factory=Counter)
+    #: Metrics that exist here but not with the options some tasks pass (name → reason).
+    option_gaps: dict[str, str] = field(default_factory=dict)
+
+    def supported_names(self, kind: str) -> list[str]:
+        """Names of `kind` ("step", "getter", "metric") that at least one task can use here."""
+        counter = {"step": self.steps, "getter": self.getters, "metric": self.metrics}[kind]
+        return sorted(n for n, c in counter.items() if self.unsupported[f"{kind}:{n}"] < c)
+
+    def unsupported_names(self, kind: str) -> list[str]:
+        """Names of `kind` that some task uses in a way this runner cannot run."""
+        return sorted(k.split(":", 1)[1] for k in self.unsupported if k.startswith(f"{kind}:"))
+
+    def format(self) -> str:
+        """A plain-text table for people."""
+        lines = [
+            f"tasks {self.tasks}: runnable here {self.runnable}, of which need no network {self.offline}",
+        ]
+        for kind, counter in (("step", self.steps), ("getter", self.getters), ("metric", self.metrics)):
+            lines.append(f"{kind} types: tasks using each, of which unsupported")
+            for name, count in counter.most_common():
+                missing = self.unsupported[f"{kind}:{name}"]
+                lines.append(f"  {name:<40} {count:>4} {missing or '':>4}")
+        for name, reason in sorted(self.option_gaps.items()):
+            lines.append(f"  metric {name} unsupported with some options: {reason}")
+        return "\n".join(lines)
+
+
+def support_report(tasks: Iterable[OSWorldTask]) -> SupportReport:
+    """Count, over `tasks`, how many use each step type, getter and metric, and which are runnable."""
+    report = SupportReport()
+    for task in tasks:
+        report.tasks += 1
+        report.steps.update({s.type for s in task.all_steps()})
+        calls = task.evaluator.calls()
+        report.metrics.update({c.func for c in calls})
+        report.getters.update({s.type for c in calls for s in (c.result, c.expected) if s is not None})
+        gaps = task_gaps(task)
+        for gap in gaps:
+            report.unsupported[gap] += 1
+        for call in calls:
+            reason = unsupported_reason(call.func, call.options) if call.func != "infeasible" else None
+            if reason is not None and reason != "no such metric here":
+                report.option_gaps.setdefault(call.func, reason)
+        if not gaps:
+            report.runnable += 1
+            if not _needs_network(task):
+                report.offline += 1
+    return report
