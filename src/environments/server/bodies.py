@@ -1,0 +1,39 @@
+"""Request parsing shared by the handlers: JSON bodies read the way OSWorld's server reads them."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["bad_request", "expand_args", "expand_path", "json_body"]
+
+
+def bad_request(message: str) -> web.HTTPBadRequest:
+    return web.HTTPBadRequest(
+        text=json.dumps({"status": "error", "message": message}), content_type="application/json"
+    )
+
+
+async def json_body(request: web.Request) -> dict[str, Any]:
+    """The JSON object in the body (any content type); 400 if it is not one."""
+    raw = await request.read()
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError as exc:
+        raise bad_request(f"body is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise bad_request("body must be a JSON object")
+    return data
+
+
+def expand_path(path: str) -> str:
+    """`~` and `$VARS` expanded, as OSWorld's file endpoints do."""
+    return os.path.expandvars(os.path.expanduser(path))
+
+
+def expand_args(command: list[object]) -> list[str]:
+    """Arguments as strings, a leading `~/` expanded (OSWorld's rule for command lists)."""
+    return [os.path.expanduser(a) if isinstance(a, str) and a.startswith("~/") else str(a) for a in command]

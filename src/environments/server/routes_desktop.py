@@ -1,0 +1,156 @@
+"""The screen and its windows: screenshot, sizes, pointer, platform, launch, open, windows."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import shutil
+import time
+from pathlib import Path
+
+from aiohttp import web
+
+from environments.server.bodies import expand_args, expand_path, json_body
+from environments.server.processes import run_captured
+from environments.server.state import STATE, ServerState
+
+__all__ = ["routes"]
+
+routes = web.RouteTableDef()
+_PLATFORM_NAMES = {"ubuntu": "Linux", "windows": "Windows"}
+
+
+@routes.get("/screenshot")
+async def screenshot(request: web.Request) -> web.Response:
+    png = await request.app[STATE].capture.png()
+    return web.Response(body=png, content_type="image/png")
+
+
+@routes.get("/screen_size")
+@routes.post("/screen_size")
+async def screen_size(request: web.Request) -> web.Response:
+    width, height = await request.app[STATE].capture.size()
+    return web.json_response({"width": width, "height": height})
+
+
+@routes.get("/cursor_position")
+async def cursor_position(request: web.Request) -> web.Response:
+    x, y = await request.app[STATE].capture.pointer()
+    return web.json_response([x, y])
+
+
+@routes.get("/platform")
+async def platform_name(request: web.Request) -> web.Response:
+    return web.Response(text=_PLATFORM_NAMES[request.app[STATE].config.platform])
+
+
+@routes.get("/accessibility")
+async def accessibility(request: web.Request) -> web.Response:
+    return web.json_response(
+        {"status": "error", "message": "accessibility tree not available on this desktop (no AT-SPI bridge)"},
+        status=501,
+    )
+
+
+@routes.get("/terminal")
+async def terminal(request: web.Request) -> web.Response:
+    """OSWorld's controller polls this to know the server is up; no terminal text here."""
+    return web.json_response({"output": None, "status": "success"})
+
+
+@routes.post("/setup/launch")
+async def launch(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    data = await json_body(request)
+    shell = bool(data.get("shell", False))
+    command = data.get("command", "" if shell else [])
+    if isinstance(command, str) and not shell:
+        command = shlex.split(command)
+    if not shell:
+        command = expand_args(list(command))
+    try:
+        if not command:
+            raise ValueError("command is empty")
+        state.launch(command, shell=shell)
+    except (OSError, ValueError) as exc:
+        return web.json_response({"status": "error", "message": str(exc)}, status=500)
+    shown = command if shell else " ".join(command)
+    return web.Response(text=f"{shown} launched successfully")
+
+
+async def _windows(state: ServerState) -> list[tuple[str, str]]:
+    """(id, title) of each managed window, from `wmctrl -l`."""
+    done = await run_captured(["wmctrl", "-l"], timeout=10.0, env=state.env)
+    windows = []
+    for line in done.stdout.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) >= 3:
+            windows.append((parts[0], parts[3] if len(parts) == 4 else ""))
+    return windows
+
+
+@routes.post("/setup/open_file")
+async def open_file(request: web.Request) -> web.Response:
+    """Open a file (xdg-open) or start a command, then wait for its window and raise it."""
+    state = request.app[STATE]
+    data = await json_body(request)
+    raw = data.get("path")
+    if not raw:
+        return web.Response(text="Path not supplied!", status=400)
+    path = Path(expand_path(str(raw)))
+    timeout = float(data.get("timeout", state.config.open_file_timeout))
+    if await asyncio.to_thread(path.exists):
+        argv, names = ["xdg-open", str(path)], (path.name, path.stem)
+    elif shutil.which(str(raw)):
+        argv, names = [str(raw)], (str(raw), str(raw))
+    else:
+        return web.Response(text=f"Application/file not found: {raw}", status=404)
+    try:
+        state.launch(argv)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for window_id, title in await _windows(state):
+                if names[0] in title or names[1] in title:
+                    await run_captured(["wmctrl", "-i", "-a", window_id], timeout=10.0, env=state.env)
+                    return web.Response(text="File opened and window activated successfully")
+            await asyncio.sleep(0.5)
+    except OSError as exc:
+        return web.Response(text=f"Failed to open {raw}. Error: {exc}", status=500)
+    return web.Response(text=f"Failed to find window for {names[0]} within {timeout:g} seconds.", status=500)
+
+
+async def _window_command(request: web.Request, verb: str) -> tuple[ServerState, list[str]] | web.Response:
+    state = request.app[STATE]
+    data = await json_body(request)
+    name = data.get("window_name")
+    if not name:
+        return web.Response(text="window_name required", status=400)
+    by_class = bool(data.get("by_class", False))
+    strict = bool(data.get("strict", False))
+    if shutil.which("wmctrl"):
+        flags = "-" + ("x" if by_class else "") + ("F" if strict else "") + verb
+        return state, ["wmctrl", flags, str(name)]
+    action = "windowactivate" if verb == "a" else "windowclose"
+    selector = "--class" if by_class else "--name"
+    pattern = f"^{name}$" if strict else str(name)
+    return state, ["xdotool", "search", "--limit", "1", selector, pattern, action]
+
+
+@routes.post("/setup/activate_window")
+async def activate_window(request: web.Request) -> web.Response:
+    prepared = await _window_command(request, "a")
+    if isinstance(prepared, web.Response):
+        return prepared
+    state, argv = prepared
+    await run_captured(argv, timeout=10.0, env=state.env)
+    return web.Response(text="Window activated successfully")
+
+
+@routes.post("/setup/close_window")
+async def close_window(request: web.Request) -> web.Response:
+    prepared = await _window_command(request, "c")
+    if isinstance(prepared, web.Response):
+        return prepared
+    state, argv = prepared
+    await run_captured(argv, timeout=10.0, env=state.env)
+    return web.Response(text="Window closed successfully.")

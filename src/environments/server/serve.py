@@ -1,0 +1,73 @@
+"""Run the server until SIGTERM/SIGINT: bind, announce the port, clean up every child."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from aiohttp import web
+
+from environments.server.app import build_app
+from environments.server.config import ConfigError, ServerConfig, parse_args
+
+__all__ = ["main", "serve", "write_port_file"]
+
+_log = logging.getLogger("environments.server")
+
+
+def write_port_file(path: Path, port: int) -> None:
+    """Write the port atomically, so a reader never sees a partial number."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(f"{port}\n", encoding="utf-8")
+    os.replace(temp, path)
+
+
+async def serve(config: ServerConfig, *, stop: asyncio.Event | None = None) -> None:
+    """Serve until `stop` is set or SIGTERM/SIGINT arrives; children die with the server."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    app = build_app(config)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
+        await site.start()
+        port = _bound_port(runner, config.port)
+        if config.port_file is not None:
+            write_port_file(config.port_file, port)
+        _log.info("listening on %s:%d (auth %s)", config.host, port, "off" if config.no_auth else "on")
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(signum)
+
+
+def _bound_port(runner: web.AppRunner, fallback: int) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return fallback
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        config = parse_args(argv)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not os.environ.get("DISPLAY"):
+        print("error: DISPLAY is not set; start the server with DISPLAY=:N of the desktop", file=sys.stderr)
+        return 2
+    asyncio.run(serve(config))
+    return 0
