@@ -1,0 +1,102 @@
+"""Loader: valid files load, extra fields survive, and every malformed input is one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from environments.tasks import TaskFileError, load_task, load_task_list, parse_task
+
+MINIMAL = {"id": "abc", "instruction": "Rename the file.", "evaluator": {"func": "exact_match"}}
+
+
+def _write(path: Path, data: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return path
+
+
+def test_minimal_task_loads_with_defaults(tmp_path: Path) -> None:
+    task = load_task(_write(tmp_path / "abc.json", MINIMAL), domain="os")
+    assert task.id == "abc" and task.config == [] and task.evaluator.conj == "and"
+    assert task.domain == "os" and task.path == (tmp_path / "abc.json").resolve()
+    assert [c.func for c in task.evaluator.calls()] == ["exact_match"]
+
+
+def test_unknown_fields_are_kept(tmp_path: Path) -> None:
+    data = MINIMAL | {"hint": "look left", "evaluator": {"func": "exact_match", "_note": 1}}
+    task = load_task(_write(tmp_path / "abc.json", data))
+    assert task.model_extra == {"hint": "look left"}
+    assert task.evaluator.model_extra == {"_note": 1}
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"instruction": "x", "evaluator": {"func": "f"}}, "'id'"),
+        ({"id": "a", "evaluator": {"func": "f"}}, "'instruction'"),
+        ({"id": "a", "instruction": "x"}, "'evaluator'"),
+        ({"id": "a", "instruction": "x", "evaluator": {}}, "'evaluator.func'"),
+        ({**MINIMAL, "config": [{"parameters": {}}]}, "'config[0].type'"),
+        ({**MINIMAL, "config": "launch"}, "'config'"),
+    ],
+)
+def test_missing_or_bad_field_names_file_and_field(tmp_path: Path, data: dict, field: str) -> None:
+    path = _write(tmp_path / "bad.json", data)
+    with pytest.raises(TaskFileError) as info:
+        load_task(path)
+    message = str(info.value)
+    assert str(path) in message and field in message
+    assert "\n" not in message
+
+
+def test_parallel_lists_must_match_funcs() -> None:
+    data = MINIMAL | {"evaluator": {"func": ["a", "b"], "result": [{"type": "rule"}], "expected": None}}
+    with pytest.raises(TaskFileError, match="result: has 1 entries for 2 funcs"):
+        parse_task(data, "x.json")
+
+
+def test_metric_list_splits_into_calls() -> None:
+    data = MINIMAL | {
+        "evaluator": {
+            "func": ["exact_match", "check_include_exclude"],
+            "conj": "or",
+            "result": [{"type": "vm_command_line", "command": "ls"}, {"type": "vm_file", "path": "~/a", "dest": "a"}],
+            "expected": [{"type": "rule", "rules": {"expected": "x"}}, None],
+            "options": [None, {"x": 1}],
+        }
+    }
+    calls = parse_task(data, "x.json").evaluator.calls()
+    assert [c.func for c in calls] == ["exact_match", "check_include_exclude"]
+    assert calls[0].result is not None and calls[0].result.params == {"command": "ls"}
+    assert calls[1].expected is None and calls[1].options == {"x": 1} and calls[0].options == {}
+
+
+@pytest.mark.parametrize(("text", "needle"), [("{not json", "not valid JSON"), ("[1, 2]", "must hold a JSON object")])
+def test_undecodable_files(tmp_path: Path, text: str, needle: str) -> None:
+    path = _write(tmp_path / "t.json", text)
+    with pytest.raises(TaskFileError, match=needle):
+        load_task(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TaskFileError, match="cannot read the task file"):
+        load_task(tmp_path / "nope.json")
+
+
+def test_task_list_loads_in_order_and_checks_ids(tmp_path: Path) -> None:
+    for domain, task_id in [("os", "a"), ("os", "b"), ("calc", "c")]:
+        _write(tmp_path / "examples" / domain / f"{task_id}.json", MINIMAL | {"id": task_id})
+    listing = _write(tmp_path / "list.json", {"os": ["b", "a"], "calc": ["c"]})
+    tasks = load_task_list(listing)
+    assert [(t.domain, t.id) for t in tasks] == [("os", "b"), ("os", "a"), ("calc", "c")]
+
+    _write(tmp_path / "examples" / "os" / "d.json", MINIMAL | {"id": "other"})
+    with pytest.raises(TaskFileError, match="'id' is 'other' but the list names 'd'"):
+        load_task_list(_write(tmp_path / "list2.json", {"os": ["d"]}))
+    with pytest.raises(TaskFileError, match="task os/zzz has no file"):
+        load_task_list(_write(tmp_path / "list3.json", {"os": ["zzz"]}))
+    with pytest.raises(TaskFileError, match="must map to a list of task id strings"):
+        load_task_list(_write(tmp_path / "list4.json", {"os": "a"}))

@@ -1,0 +1,208 @@
+"""Setup steps, getters and evaluate() through a client that runs real commands in a private home."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from environments.tasks import TaskRunError, UnsupportedGetter, UnsupportedMetric, UnsupportedStep
+from environments.tasks.evaluate import evaluate, run_setup
+from environments.tasks.steps import UNTIL_INTERVAL_S
+
+
+def _step(kind: str, **parameters: object) -> dict:
+    return {"type": kind, "parameters": parameters}
+
+
+async def test_execute_fills_placeholders_and_saves_outputs(shell_client, make_ctx) -> None:
+    ctx = make_ctx(
+        {
+            "config": [
+                _step("execute", command="echo {SCREEN_WIDTH_HALF}x{SCREEN_HEIGHT_HALF} {CLIENT_PASSWORD}", shell="true", stdout="out.txt"),
+                _step("command", command=["bash", "-c", "echo oops >&2; echo $HOME"], stderr="err.txt", stdout="home.txt"),
+            ]
+        }
+    )
+    ctx.client_password = "s3cret"
+    await run_setup(shell_client, ctx)
+    assert (ctx.cache_dir / "out.txt").read_text() == "960x540 s3cret\n"
+    assert (ctx.cache_dir / "err.txt").read_text() == "oops\n"
+    assert (ctx.cache_dir / "home.txt").read_text().strip() == str(shell_client.home)
+    assert [c for c in shell_client.calls if c[0] == "screen_size"] == [("screen_size", None)]
+
+
+async def test_execute_until_repeats_until_condition(shell_client, make_ctx) -> None:
+    script = "n=$(cat ~/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ~/n; echo count=$n"
+    ctx = make_ctx({"config": [_step("execute", command=script, shell=True, until={"stdout": "count=3"})]})
+    await run_setup(shell_client, ctx)
+    assert (shell_client.home / "n").read_text().strip() == "3"
+    assert UNTIL_INTERVAL_S < 1
+
+
+async def test_upload_and_download_from_local_files(shell_client, make_ctx, tmp_path: Path) -> None:
+    absolute = tmp_path / "b.txt"
+    absolute.write_text("beta")
+    remote = "https://example.invalid/c.txt"
+    ctx = make_ctx(
+        {
+            "config": [
+                _step("upload_file", files=[{"local_path": "fixtures/a.txt", "path": "~/in/a.txt"}]),
+                _step("download", files=[{"url": f"file://{absolute}", "path": "~/b.txt"}]),
+                _step("download", files=[{"url": remote, "path": "~/deep/c.txt"}]),
+            ]
+        }
+    )
+    (ctx.task.base_dir / "fixtures").mkdir(parents=True)
+    (ctx.task.base_dir / "fixtures" / "a.txt").write_text("alpha")
+    ctx.cache_dir.mkdir(parents=True)
+    (ctx.cache_dir / f"{uuid.uuid5(uuid.NAMESPACE_URL, remote)}_c.txt").write_text("gamma")
+    await run_setup(shell_client, ctx)
+    assert (shell_client.home / "in" / "a.txt").read_text() == "alpha"
+    assert (shell_client.home / "b.txt").read_text() == "beta"
+    assert (shell_client.home / "deep" / "c.txt").read_text() == "gamma"
+
+
+async def test_remote_download_without_cache_is_one_clear_error(shell_client, make_ctx) -> None:
+    url = "https://example.invalid/data.xlsx"
+    ctx = make_ctx({"id": "net-task", "config": [_step("download", files=[{"url": url, "path": "~/d.xlsx"}])]})
+    with pytest.raises(TaskRunError) as info:
+        await run_setup(shell_client, ctx)
+    message = str(info.value)
+    assert message.startswith("task net-task: cannot fetch") and url in message and "no network" in message
+    assert not (shell_client.home / "d.xlsx").exists()
+
+
+async def test_window_launch_open_and_sleep_steps_reach_the_client(shell_client, make_ctx) -> None:
+    (shell_client.home / "notes.txt").write_text("x")
+    ctx = make_ctx(
+        {
+            "config": [
+                _step("launch", command="mousepad --disable-server ~/notes.txt"),
+                _step("launch", command="xterm -e true", shell=True),
+                _step("open", path="~/notes.txt"),
+                _step("sleep", seconds=0.01),
+                _step("activate_window", window_name="notes.txt - Mousepad", strict=True),
+                _step("close_window", window_name="xterm", by_class="true"),
+            ]
+        }
+    )
+    await run_setup(shell_client, ctx)
+    assert shell_client.calls == [
+        ("launch", ["mousepad", "--disable-server", "~/notes.txt"]),
+        ("launch", "xterm -e true"),
+        ("open", "~/notes.txt"),
+        ("activate_window", ("notes.txt - Mousepad", True, False)),
+        ("close_window", ("xterm", False, True)),
+    ]
+
+
+async def test_unknown_step_fails_before_anything_runs(shell_client, make_ctx) -> None:
+    ctx = make_ctx({"id": "tabs", "config": [_step("execute", command="touch ~/ran"), _step("chrome_open_tabs", urls_to_open=[])]})
+    with pytest.raises(UnsupportedStep) as info:
+        await run_setup(shell_client, ctx)
+    assert "task tabs" in str(info.value) and "'chrome_open_tabs'" in str(info.value)
+    assert not (shell_client.home / "ran").exists()
+
+
+async def test_step_missing_parameter_names_it(shell_client, make_ctx) -> None:
+    ctx = make_ctx({"config": [_step("open")]})
+    with pytest.raises(TaskRunError, match=r"step 0 \(open\) lacks parameter 'path'"):
+        await run_setup(shell_client, ctx)
+
+
+def _evaluator(**fields: object) -> dict:
+    return {"evaluator": fields}
+
+
+async def test_evaluate_command_line_exact_match(shell_client, make_ctx) -> None:
+    ctx = make_ctx(
+        _evaluator(
+            func="exact_match",
+            result={"type": "vm_command_line", "command": "[ -d ~/done ] && echo yes || echo no", "shell": True},
+            expected={"type": "rule", "rules": {"expected": "yes\n"}},
+        )
+    )
+    assert await evaluate(shell_client, ctx) == 0.0
+    (shell_client.home / "done").mkdir()
+    assert await evaluate(shell_client, ctx) == 1.0
+    assert await evaluate(shell_client, ctx, last_action="FAIL") == 0.0
+
+
+async def test_evaluate_runs_postconfig_then_fetches_file(shell_client, make_ctx) -> None:
+    ctx = make_ctx(
+        _evaluator(
+            postconfig=[_step("execute", command="ls ~/box | sort > ~/listing.txt", shell=True)],
+            func="compare_text_file",
+            result={"type": "vm_file", "path": "~/listing.txt", "dest": "listing.txt"},
+            expected={"type": "cloud_file", "path": "gold/listing.txt", "dest": "gold.txt"},
+        )
+    )
+    (ctx.task.base_dir / "gold").mkdir(parents=True)
+    (ctx.task.base_dir / "gold" / "listing.txt").write_text("a\nb\n")
+    (shell_client.home / "box").mkdir()
+    assert await evaluate(shell_client, ctx) == 0.0
+    (shell_client.home / "box" / "b").touch()
+    (shell_client.home / "box" / "a").touch()
+    assert await evaluate(shell_client, ctx) == 1.0
+    assert (ctx.cache_dir / "listing.txt").read_text() == "a\nb\n"
+
+
+async def test_missing_result_file_scores_zero(shell_client, make_ctx) -> None:
+    ctx = make_ctx(
+        _evaluator(
+            func="check_include_exclude",
+            result={"type": "vm_file", "path": "~/nowhere.txt", "dest": "n.txt"},
+            expected={"type": "rule", "rules": {"include": ["x"]}},
+        )
+    )
+    assert await evaluate(shell_client, ctx) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("conj", "present", "score"),
+    [("and", {"a"}, 0.0), ("and", {"a", "b"}, 1.0), ("or", {"b"}, 1.0), ("or", set(), 0.0)],
+)
+async def test_conj_over_metric_lists(shell_client, make_ctx, conj: str, present: set[str], score: float) -> None:
+    def probe(name: str) -> dict:
+        return {"type": "vm_command_line", "command": f"test -e ~/{name} && echo here || echo gone", "shell": True}
+
+    ctx = make_ctx(
+        _evaluator(
+            func=["exact_match", "check_include_exclude"],
+            conj=conj,
+            result=[probe("a"), probe("b")],
+            expected=[{"type": "rule", "rules": {"expected": "here\n"}}, {"type": "rule", "rules": {"include": ["here"]}}],
+        )
+    )
+    for name in present:
+        (shell_client.home / name).touch()
+    assert await evaluate(shell_client, ctx) == score
+
+
+async def test_infeasible_scores_the_last_action(shell_client, make_ctx) -> None:
+    ctx = make_ctx(_evaluator(func="infeasible"))
+    assert await evaluate(shell_client, ctx, last_action="FAIL") == 1.0
+    assert await evaluate(shell_client, ctx, last_action="DONE") == 0.0
+    assert await evaluate(shell_client, ctx) == 0.0
+
+
+async def test_unsupported_metric_getter_and_postconfig_are_named(shell_client, make_ctx) -> None:
+    rule = {"type": "rule", "rules": {"expected": "x"}}
+    cases = [
+        (_evaluator(func="compare_pdfs", result=rule, expected=rule), UnsupportedMetric, "metric 'compare_pdfs'"),
+        (
+            _evaluator(func="compare_table", result=rule, options={"rules": [{"type": "chart"}]}),
+            UnsupportedMetric,
+            "rule type 'chart'",
+        ),
+        (_evaluator(func="exact_match", result={"type": "open_tabs_info"}, expected=rule), UnsupportedGetter, "'open_tabs_info'"),
+        (_evaluator(func="exact_match", result=rule, expected=rule, postconfig=[_step("login")]), UnsupportedStep, "'login'"),
+    ]
+    for data, error, needle in cases:
+        ctx = make_ctx({"id": "unsup"} | data)
+        with pytest.raises(error) as info:
+            await evaluate(shell_client, ctx)
+        assert str(info.value).startswith("task unsup:") and needle in str(info.value)
+    assert shell_client.calls == []

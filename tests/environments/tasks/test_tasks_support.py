@@ -1,0 +1,82 @@
+"""Every real OSWorld task file loads, and the support report names what runs here and what does not."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from environments.tasks import iter_task_files, load_task, load_task_list
+from environments.tasks.convert import from_core_task, to_core_task
+from environments.tasks.support import support_report, task_gaps
+
+REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "osworld_tasks"
+
+pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason=f"OSWorld task files not found at {REFERENCE}")
+
+
+@pytest.fixture(scope="module")
+def all_tasks():  # type: ignore[no-untyped-def]
+    ubuntu = [load_task(p, d) for d, p in iter_task_files(REFERENCE / "examples")]
+    windows = [load_task(p, d) for d, p in iter_task_files(REFERENCE / "examples_windows")]
+    return ubuntu, windows
+
+
+def test_every_file_loads(all_tasks) -> None:
+    ubuntu, windows = all_tasks
+    assert len(ubuntu) == 369 and len(windows) == 49
+    for task in ubuntu + windows:
+        assert task.path is not None and task.id == task.path.stem
+        assert task.evaluator.calls()
+
+
+@pytest.mark.parametrize(("name", "count"), [("test_all.json", 369), ("test_nogdrive.json", 361), ("test_small.json", 39)])
+def test_task_lists_load(name: str, count: int) -> None:
+    tasks = load_task_list(REFERENCE / name)
+    assert len(tasks) == count and len({t.id for t in tasks}) == count
+
+
+def test_support_report_counts(all_tasks, capsys) -> None:
+    ubuntu, windows = all_tasks
+    report = support_report(ubuntu)
+    # The reference notes' figures: tasks whose `config` uses each step type, over 369 tasks.
+    in_config = Counter(kind for t in ubuntu for kind in {s.type for s in t.config})
+    assert [in_config[k] for k in ("download", "launch", "open", "execute", "command")] == [260, 175, 152, 104, 22]
+    assert report.tasks == 369 and report.steps["download"] >= 260
+    assert report.metrics["compare_table"] == 60 and report.metrics["infeasible"] == 29
+    for kind, names in {
+        "step": {"execute", "command", "launch", "open", "sleep", "download", "activate_window", "close_window"},
+        "getter": {"vm_file", "vm_command_line", "rule", "cloud_file", "cache_file"},
+        "metric": {"exact_match", "check_include_exclude", "compare_text_file", "compare_table", "infeasible"},
+    }.items():
+        assert names <= set(report.supported_names(kind)), kind
+    assert {"chrome_open_tabs", "googledrive", "login"} <= set(report.unsupported_names("step"))
+    assert "compare_pptx_files" in report.unsupported_names("metric")
+    assert 0 < report.offline < report.runnable < report.tasks
+    # Every task is either runnable or has named gaps.
+    assert report.runnable == sum(1 for t in ubuntu if not task_gaps(t))
+    text = report.format()
+    print(text)
+    print(support_report(windows).format())
+    out = capsys.readouterr().out
+    assert "tasks 369: runnable here" in out and "tasks 49: runnable here" in out and "chrome_open_tabs" in out
+
+
+def test_reference_examples_gaps(all_tasks) -> None:
+    ubuntu, _ = all_tasks
+    by_id = {t.id: t for t in ubuntu}
+    assert task_gaps(by_id["e0df059f-28a6-4169-924f-b9623e7184cc"]) == []
+    assert task_gaps(by_id["5ced85fc-fa1a-4217-95fd-0fb530545ce2"]) == []
+    chrome = next(t for t in ubuntu if any(s.type == "chrome_open_tabs" for s in t.config))
+    assert "step:chrome_open_tabs" in task_gaps(chrome)
+
+
+def test_core_task_round_trip(all_tasks) -> None:
+    ubuntu, windows = all_tasks
+    for task, platform in [(ubuntu[0], "ubuntu"), (windows[0], "windows")]:
+        record = to_core_task(task, platform)
+        assert record.platform == platform and record.source_path == str(task.path)
+        back = from_core_task(record)
+        assert back.model_dump(exclude_unset=True) == task.model_dump(exclude_unset=True)
+        assert back.base_dir == task.base_dir
