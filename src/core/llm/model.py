@@ -16,7 +16,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from .errors import ModelCallError, ScriptError
+from .errors import ModelCallError, ModelError, ScriptError
 from .ledger import Ledger
 from .prices import PriceTable
 from .provider import ModelAPI, current_module, provider_class, split_name
@@ -116,7 +116,8 @@ class ChatModel:
             raise
         except Exception as exc:
             decision = self._classify(exc)
-            message = self._clean(f"{type(exc).__name__}: {exc}")
+            described = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
+            message = self._clean(described)
             self._log(module, started, clock, Usage(), attempts - 1, message)
             raise ModelCallError(self.name, decision.reason, message, retries=attempts - 1,
                                  status=decision.status) from exc

@@ -9,15 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
 from typing import ClassVar
 
-from .errors import MalformedReplyError, ReplayMissError, ScriptError, UnknownProviderError
+from .errors import (
+    MalformedReplyError,
+    MissingAPIKeyError,
+    ReplayMissError,
+    ScriptError,
+    UnknownProviderError,
+)
 from .retry import RetryDecision
 from .types import ChatMessage, GenerateConfig, ModelOutput
 
-__all__ = ["PROVIDERS", "ModelAPI", "current_module", "provider_class", "split_name"]
+__all__ = [
+    "PROVIDERS",
+    "ModelAPI",
+    "current_module",
+    "provider_class",
+    "resolve_api_key",
+    "split_name",
+]
 
 #: The module tag of the call in progress, set by `ChatModel` for adapters that keep it
 #: (the scripted provider records it with each request).
@@ -102,3 +116,11 @@ def provider_class(provider: str) -> type[ModelAPI]:
     module_name, _, attr = target.partition(":")
     cls: type[ModelAPI] = getattr(importlib.import_module(module_name), attr)
     return cls
+
+
+def resolve_api_key(name: str, api_key: str | None, variable: str, *, required: bool = True) -> str | None:
+    """The key passed in, else the environment variable's; a clear error when required and unset."""
+    key = api_key or os.environ.get(variable) or None
+    if key is None and required:
+        raise MissingAPIKeyError(name, variable)
+    return key

@@ -171,7 +171,7 @@ class ScriptedAPI(ModelAPI):
         if reply.fault == "drop":
             raise ConnectionResetError("scripted dropped connection")
         if reply.fault in ("malformed", "empty"):
-            raise MalformedReplyError(f"scripted/{self.model}: the reply body was {reply.fault}")
+            raise MalformedReplyError(f"the reply body was {reply.fault}")
         usage = reply.usage or estimate_usage(messages, reply.text)
         return ModelOutput(text=reply.text, model=self.name, usage=usage,
                            finish_reason=reply.finish_reason)

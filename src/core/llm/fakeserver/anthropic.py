@@ -1,0 +1,109 @@
+"""A local Anthropic Messages server: `POST /v1/messages`.
+
+It reads the real request shape (`system` as text or blocks, content blocks with base64
+`image` sources and `cache_control`, required `max_tokens`, `thinking`) and answers with the
+real response shape (`msg_` ids, content blocks, stop reasons, usage with
+`cache_read_input_tokens` / `cache_creation_input_tokens`) or Anthropic's error body. The
+SDK's base URL is `server.base_url` (no /v1: the SDK appends it). Both `x-api-key` and
+`Authorization: Bearer` credentials are accepted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ..scripted import Reply
+from ..types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
+from ._decode import decode_b64
+from .base import FakeServer, WireError
+
+__all__ = ["AnthropicServer"]
+
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+                529: "overloaded_error"}
+_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
+
+
+def _blocks(content: Any) -> tuple[str | list[Part], bool]:
+    """(parts, whether any block carries cache_control)."""
+    if isinstance(content, str):
+        return content, False
+    if not isinstance(content, list) or not content:
+        raise WireError(400, "content must be a string or a non-empty list of blocks")
+    parts: list[Part] = []
+    cached = False
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(TextPart(text=block["text"]))
+        elif kind == "image" and isinstance(block.get("source"), dict):
+            source = block["source"]
+            if source.get("type") != "base64":
+                raise WireError(400, "only base64 image sources are supported")
+            parts.append(ImagePart(data=decode_b64(source.get("data")),
+                                   media_type=source.get("media_type", "image/png")))
+        else:
+            raise WireError(400, f"unsupported content block: {kind!r}")
+        cached = cached or "cache_control" in block
+    return parts, cached
+
+
+class AnthropicServer(FakeServer):
+    path = "/v1/messages"
+    kind = "anthropic"
+
+    @property
+    def base_url(self) -> str:
+        return self.root_url
+
+    def parse(self, body: Any) -> tuple[list[ChatMessage], GenerateConfig]:
+        if not isinstance(body.get("model"), str):
+            raise WireError(400, "model: Field required")
+        if not isinstance(body.get("max_tokens"), int):
+            raise WireError(400, "max_tokens: Field required")
+        raw = body.get("messages")
+        if not isinstance(raw, list) or not raw:
+            raise WireError(400, "messages: at least one message is required")
+        messages: list[ChatMessage] = []
+        system = body.get("system")
+        if system is not None:
+            content, cached = _blocks(system)
+            messages.append(ChatMessage(role="system", content=content, cache=cached))
+        for item in raw:
+            role = item.get("role") if isinstance(item, dict) else None
+            if role not in ("user", "assistant"):
+                raise WireError(400, f"messages: unexpected role {role!r}")
+            content, cached = _blocks(item.get("content"))
+            messages.append(ChatMessage(role=role, content=content, cache=cached))
+        thinking = body.get("thinking") or {}
+        config = GenerateConfig(
+            temperature=body.get("temperature"),
+            top_p=body.get("top_p"),
+            max_tokens=body["max_tokens"] - int(thinking.get("budget_tokens", 0) or 0),
+            stop=body.get("stop_sequences"),
+        )
+        return messages, config
+
+    def render(self, body: Any, reply: Reply, usage: Usage) -> dict[str, Any]:
+        fresh = max(usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens, 0)
+        return {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": reply.text}],
+            "stop_reason": _STOP_REASONS.get(reply.finish_reason, reply.finish_reason),
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": fresh,
+                "output_tokens": usage.output_tokens,
+                "cache_creation_input_tokens": usage.cache_write_tokens,
+                "cache_read_input_tokens": usage.cached_tokens,
+            },
+        }
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        kind = _ERROR_TYPES.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}

@@ -1,0 +1,194 @@
+"""What both local protocol servers share: lifecycle, auth, the request log, in-flight
+counting, and turning a scripted `Reply` into a success, an HTTP error or a fault."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Self
+
+from aiohttp import web
+
+from ..errors import ScriptError
+from ..scripted import Reply, Script, ScriptRequest, estimate_usage
+from ..types import ChatMessage, GenerateConfig, Usage
+
+__all__ = ["FakeServer", "SeenRequest", "WireError"]
+
+#: Enough for a few full-HD screenshots per request.
+MAX_BODY = 64 * 1024 * 1024
+
+
+class WireError(Exception):
+    """A request the real API would refuse; answered with `status` and the protocol's error body."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SeenRequest:
+    """One request as the server received it (kept in memory only)."""
+
+    path: str
+    #: Lower-cased header names; authorization and x-api-key values are masked.
+    headers: dict[str, str]
+    #: The JSON body, or None when it was not JSON.
+    body: Any
+    #: The credential presented (x-api-key, or the bearer token), for auth assertions.
+    credential: str | None
+
+
+class FakeServer(ABC):
+    """A loopback HTTP server speaking one provider's protocol, answering from a `Script`.
+
+    Use as `async with OpenAIServer(script) as server:` and point a client at
+    `server.base_url`. `Reply.error=<status>` answers that HTTP error (with `retry_after`
+    as Retry-After), `Reply.delay` holds the answer back, `Reply.fault` drops the
+    connection ("drop") or answers a truncated ("malformed") or empty ("empty") body.
+    A request beyond the script's end is answered 400 and fails `script.assert_done()`.
+    """
+
+    #: The route this protocol serves, and the tag recorded as the request's module.
+    path: str
+    kind: str
+
+    def __init__(self, script: Script | str, *, host: str = "127.0.0.1", port: int = 0,
+                 api_key: str | None = None) -> None:
+        self.script = script if isinstance(script, Script) else Script.get(script)
+        self.host = host
+        self.port = port
+        self._api_key = api_key
+        self.requests: list[SeenRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._runner: web.AppRunner | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(script={self.script.name!r}, base_url={self.root_url!r})"
+
+    @property
+    def root_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    @abstractmethod
+    def base_url(self) -> str:
+        """The base URL the provider's SDK expects."""
+
+    async def start(self) -> Self:
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_post(self.path, self._handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # The protocol-specific half.
+
+    @abstractmethod
+    def parse(self, body: Any) -> tuple[list[ChatMessage], GenerateConfig]:
+        """Read the request as the real API would; raise `WireError` where it would refuse."""
+
+    @abstractmethod
+    def render(self, body: Any, reply: Reply, usage: Usage) -> dict[str, Any]:
+        """The protocol's success body."""
+
+    @abstractmethod
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        """The protocol's error body."""
+
+    # The shared half.
+
+    def _credential(self, request: web.Request) -> str | None:
+        key = request.headers.get("x-api-key")
+        auth = request.headers.get("authorization", "")
+        if not key and auth.lower().startswith("bearer "):
+            key = auth[7:].strip()
+        return key or None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = None
+        headers = {k.lower(): ("***" if k.lower() in ("authorization", "x-api-key") else v)
+                   for k, v in request.headers.items()}
+        credential = self._credential(request)
+        self.requests.append(SeenRequest(request.path, headers, body, credential))
+        if self._api_key is not None and credential != self._api_key:
+            return self._error(401, "invalid api key")
+        try:
+            if not isinstance(body, dict):
+                raise WireError(400, "the request body is not a JSON object")
+            messages, config = self.parse(body)
+            reply = self.script.take(ScriptRequest(messages, config, f"http:{self.kind}"))
+        except WireError as exc:
+            return self._error(exc.status, exc.message)
+        except ScriptError as exc:
+            return self._error(400, str(exc))
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        return self._respond(request, body, messages, reply)
+
+    def _respond(self, request: web.Request, body: Any, messages: list[ChatMessage],
+                 reply: Reply) -> web.StreamResponse:
+        if isinstance(reply.error, int):
+            headers = {"retry-after": str(reply.retry_after)} if reply.retry_after is not None else {}
+            return self._error(reply.error, reply.message or _DEFAULT_MESSAGES.get(reply.error, "error"),
+                               headers)
+        if isinstance(reply.error, BaseException):
+            return self._error(500, f"{type(reply.error).__name__}: {reply.error}")
+        if reply.fault == "drop":
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=500)  # never reaches the client: the socket is gone
+        if reply.fault == "malformed":
+            return web.Response(text='{"id": "trunc', content_type="application/json")
+        if reply.fault == "empty":
+            return web.json_response({})
+        usage = reply.usage or estimate_usage(messages, reply.text)
+        return web.json_response(self.render(body, reply, usage))
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+        return web.json_response(self.error_body(status, message), status=status, headers=headers)
+
+
+_DEFAULT_MESSAGES = {
+    400: "bad request",
+    401: "invalid api key",
+    403: "permission denied",
+    404: "model not found",
+    408: "request timeout",
+    429: "rate limit reached, slow down",
+    500: "internal server error",
+    502: "bad gateway",
+    503: "service unavailable",
+    529: "overloaded",
+}

@@ -1,0 +1,107 @@
+"""A local OpenAI Chat Completions server: `POST /v1/chat/completions`.
+
+It reads the real request shape (string or part-list content, base64 `image_url` parts,
+`max_tokens` or `max_completion_tokens`, `reasoning_effort`, ...) and answers with the real
+response shape (`chatcmpl-` ids, usage with `prompt_tokens_details.cached_tokens`, finish
+reasons) or OpenAI's error body. The SDK's base URL is `server.base_url` (ends in /v1).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from ..retry import decide_status
+from ..scripted import Reply
+from ..types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
+from ._decode import decode_data_url
+from .base import FakeServer, WireError
+
+__all__ = ["OpenAIServer"]
+
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+_ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
+                404: "invalid_request_error", 429: "rate_limit_exceeded"}
+
+
+def _parts(content: Any) -> str | list[Part]:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise WireError(400, "message content must be a string or a list of parts")
+    parts: list[Part] = []
+    for item in content:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "text" and isinstance(item.get("text"), str):
+            parts.append(TextPart(text=item["text"]))
+        elif kind == "image_url" and isinstance(item.get("image_url"), dict):
+            media_type, data = decode_data_url(item["image_url"].get("url"))
+            detail = item["image_url"].get("detail", "auto")
+            parts.append(ImagePart(data=data, media_type=media_type,
+                                   detail=detail if detail in ("auto", "low", "high") else "auto"))
+        else:
+            raise WireError(400, f"unsupported content part: {kind!r}")
+    return parts
+
+
+class OpenAIServer(FakeServer):
+    path = "/v1/chat/completions"
+    kind = "openai"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    def parse(self, body: Any) -> tuple[list[ChatMessage], GenerateConfig]:
+        if not isinstance(body.get("model"), str):
+            raise WireError(400, "you must provide a model parameter")
+        raw = body.get("messages")
+        if not isinstance(raw, list) or not raw:
+            raise WireError(400, "'messages' must be a non-empty array")
+        messages = []
+        for item in raw:
+            role = _ROLES.get(item.get("role")) if isinstance(item, dict) else None
+            if role is None:
+                raise WireError(400, f"invalid message: {item!r:.80}")
+            messages.append(ChatMessage(role=role, content=_parts(item.get("content", ""))))
+        stop = body.get("stop")
+        config = GenerateConfig(
+            temperature=body.get("temperature"),
+            top_p=body.get("top_p"),
+            seed=body.get("seed"),
+            max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
+            reasoning_effort=body.get("reasoning_effort"),
+            stop=[stop] if isinstance(stop, str) else stop,
+        )
+        return messages, config
+
+    def render(self, body: Any, reply: Reply, usage: Usage) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "system_fingerprint": "fp_local",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": reply.finish_reason,
+            }],
+            "usage": {
+                "prompt_tokens": usage.input_tokens,
+                "completion_tokens": usage.output_tokens,
+                "total_tokens": usage.input_tokens + usage.output_tokens,
+                "prompt_tokens_details": {"cached_tokens": usage.cached_tokens, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                              "accepted_prediction_tokens": 0,
+                                              "rejected_prediction_tokens": 0},
+            },
+        }
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        decision = decide_status(status, message)
+        code = "context_length_exceeded" if decision.reason == "context_length" else None
+        kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+        return {"error": {"message": message, "type": kind, "param": None, "code": code}}

@@ -1,0 +1,124 @@
+"""`openai/<model>`: the Chat Completions API through the official SDK.
+
+Subclasses in `openai_compatible` reuse it for servers that speak the same protocol and
+differ only in base URL, key variable and a few parameter names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, ClassVar
+
+import openai
+
+from ..errors import MalformedReplyError
+from ..provider import ModelAPI, resolve_api_key
+from ..retry import RetryDecision, decide_status, parse_retry_after
+from ..types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Usage
+
+__all__ = ["OpenAIAPI", "to_openai_messages"]
+
+
+def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Chat Completions messages; images become base64 data URLs."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message.content, str) or message.role != "user":
+            out.append({"role": message.role, "content": message.text()})
+            continue
+        parts: list[dict[str, Any]] = []
+        for part in message.parts():
+            if isinstance(part, ImagePart):
+                url = f"data:{part.media_type};base64,{part.b64()}"
+                parts.append({"type": "image_url", "image_url": {"url": url, "detail": part.detail}})
+            else:
+                parts.append({"type": "text", "text": part.text})
+        out.append({"role": "user", "content": parts})
+    return out
+
+
+class OpenAIAPI(ModelAPI):
+    provider = "openai"
+    default_max_connections = 32
+    #: Environment variable holding the key, and whether a key is required at all.
+    key_variable: ClassVar[str] = "OPENAI_API_KEY"
+    key_required: ClassVar[bool] = True
+    #: Environment variable that may override the default base URL.
+    base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    default_base_url: ClassVar[str | None] = None
+    #: Reasoning models reject `max_tokens`; OpenAI accepts this name for every model.
+    max_tokens_field: ClassVar[str] = "max_completion_tokens"
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = 120.0) -> None:
+        name = f"{self.provider}/{model}"
+        key = resolve_api_key(name, api_key, self.key_variable, required=self.key_required)
+        url = base_url or os.environ.get(self.base_url_variable) or self.default_base_url
+        super().__init__(model, base_url=url, api_key=key, timeout=timeout)
+        self.client = openai.AsyncOpenAI(api_key=key or "unused", base_url=url, timeout=timeout,
+                                         max_retries=0)
+
+    def request(self, messages: list[ChatMessage], config: GenerateConfig) -> dict[str, Any]:
+        """The keyword arguments of `chat.completions.create` for this call."""
+        params: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages)}
+        for field in ("temperature", "top_p", "seed", "stop"):
+            value = getattr(config, field)
+            if value is not None:
+                params[field] = value
+        if config.max_tokens is not None:
+            params[self.max_tokens_field] = config.max_tokens
+        if config.reasoning_effort is not None:
+            self.add_reasoning(params, config.reasoning_effort)
+        return params
+
+    def add_reasoning(self, params: dict[str, Any], effort: str) -> None:
+        params["reasoning_effort"] = effort
+
+    async def generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+        try:
+            response = await self.client.chat.completions.create(**self.request(messages, config))
+        except json.JSONDecodeError as exc:
+            raise MalformedReplyError(f"the reply body is not valid JSON ({exc})") from exc
+        return self.parse(response)
+
+    def parse(self, response: Any) -> ModelOutput:
+        """Validate the reply ourselves: the SDK accepts even `{}`."""
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise MalformedReplyError("the reply has no choices (empty or malformed body)")
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None)
+        if message is None or not isinstance(content, (str, type(None))):
+            raise MalformedReplyError("the reply's first choice has no message")
+        if content is None:
+            content = getattr(message, "refusal", None) or ""
+        usage = getattr(response, "usage", None)
+        details = getattr(usage, "prompt_tokens_details", None)
+        return ModelOutput(
+            text=content,
+            model=str(getattr(response, "model", None) or self.model),
+            usage=Usage(
+                input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                cached_tokens=int(getattr(details, "cached_tokens", 0) or 0),
+            ),
+            finish_reason=getattr(choices[0], "finish_reason", None),
+        )
+
+    def classify(self, error: BaseException) -> RetryDecision:
+        if isinstance(error, openai.APIStatusError):
+            body = error.body if isinstance(error.body, dict) else {}
+            detail = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
+            text = f"{error.message} {detail.get('code') or ''} {detail.get('message') or ''}"
+            return decide_status(error.status_code, text, parse_retry_after(error.response.headers))
+        if isinstance(error, openai.APITimeoutError):
+            return RetryDecision.transient("timeout")
+        if isinstance(error, openai.APIConnectionError):
+            return RetryDecision.transient("connection")
+        if isinstance(error, openai.APIResponseValidationError):
+            return RetryDecision.no("malformed")
+        return super().classify(error)
+
+    async def aclose(self) -> None:
+        await self.client.close()
