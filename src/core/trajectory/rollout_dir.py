@@ -132,7 +132,9 @@ class RolloutDir:
         """
         expected = self._open_log()
         if step.index != expected:
-            raise ValueError(f"{self.traj_path} holds {expected} steps; the next step is {expected}, not {step.index}")
+            raise ValueError(
+                f"{self.traj_path} holds {expected} steps; the next step is {expected}, not {step.index}"
+            )
         names: dict[str, str] = {}
         for role, png in (screenshots or {}).items():
             name = screenshot_name(step.index, role)
