@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,3 +44,23 @@ def make() -> type[Make]:
 @pytest.fixture
 def layout(tmp_path: Path) -> RunLayout:
     return RunLayout(tmp_path / "runs", RUN_ID)
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records every Step parsed from JSON, by whichever entry point."""
+    seen: list[str] = []
+    original_json = Step.model_validate_json.__func__  # type: ignore[attr-defined]
+    original = Step.model_validate.__func__  # type: ignore[attr-defined]
+
+    def from_json(cls: type[Step], data: Any, **kw: Any) -> Step:
+        seen.append("json")
+        return original_json(cls, data, **kw)
+
+    def from_obj(cls: type[Step], data: Any, **kw: Any) -> Step:
+        seen.append("obj")
+        return original(cls, data, **kw)
+
+    monkeypatch.setattr(Step, "model_validate_json", classmethod(from_json))
+    monkeypatch.setattr(Step, "model_validate", classmethod(from_obj))
+    return seen
