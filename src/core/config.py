@@ -228,7 +228,10 @@ def _check_section(
         if isinstance(value, Mapping) and sub_models and not free:
             _check_section(sub_models, value, (*prefix, str(key)), origin)
         elif isinstance(value, Mapping) and not sub_models and not free and origin.startswith("override"):
-            raise ConfigError(f"config key '{dotted}' is a single value, not a section (from {origin})")
+            inner = ".".join((dotted, str(next(iter(value)))))
+            raise ConfigError(
+                f"config key '{dotted}' is a single value, so '{inner}' cannot be set (from {origin})"
+            )
 
 
 def _fields_at(model: type[BaseModel], keys: list[str]) -> Any | None:
