@@ -1,2 +1,80 @@
 """The flat Agent S3 worker: action grammar, grounding, reflection and the embedded coding
 agent. A function of data and a chat model; never touches an environment directly."""
+
+from agent_s3.actions import (
+    ACTION_TYPES,
+    CONTROL_ACTIONS,
+    Action,
+    CallCodeAgent,
+    Click,
+    Done,
+    DragAndDrop,
+    Fail,
+    HighlightTextSpan,
+    HoldAndPress,
+    Hotkey,
+    Open,
+    Scroll,
+    SwitchApplications,
+    TypeText,
+    Wait,
+    action_adapter,
+    action_call,
+)
+from agent_s3.calls import ModelCall
+from agent_s3.code_agent import CodeAgent, CodeAgentResult, CodeStep
+from agent_s3.compile_desktop import Compiled, DesktopOptions, compile_desktop
+from agent_s3.config import CodeAgentConfig, EnvironmentFacts, GroundingConfig, WorkerConfig
+from agent_s3.grounding import Grounder, GroundingError
+from agent_s3.ocr import OcrError, OcrReader
+from agent_s3.parser import FormatError, ParsedReply, parse_reply
+from agent_s3.points import Point
+from agent_s3.reference import action_reference
+from agent_s3.reflection import Reflection
+from agent_s3.worker import Compiler, Proposal, RepeatedFormatError, Worker
+
+__all__ = [
+    "ACTION_TYPES",
+    "CONTROL_ACTIONS",
+    "Action",
+    "CallCodeAgent",
+    "Click",
+    "CodeAgent",
+    "CodeAgentConfig",
+    "CodeAgentResult",
+    "CodeStep",
+    "Compiled",
+    "Compiler",
+    "DesktopOptions",
+    "Done",
+    "DragAndDrop",
+    "EnvironmentFacts",
+    "Fail",
+    "FormatError",
+    "Grounder",
+    "GroundingConfig",
+    "GroundingError",
+    "HighlightTextSpan",
+    "HoldAndPress",
+    "Hotkey",
+    "ModelCall",
+    "OcrError",
+    "OcrReader",
+    "Open",
+    "ParsedReply",
+    "Point",
+    "Proposal",
+    "Reflection",
+    "RepeatedFormatError",
+    "Scroll",
+    "SwitchApplications",
+    "TypeText",
+    "Wait",
+    "Worker",
+    "WorkerConfig",
+    "action_adapter",
+    "action_call",
+    "action_reference",
+    "compile_desktop",
+    "parse_reply",
+]

@@ -210,19 +210,19 @@ def compile_desktop(
     match action:
         case Click():
             t = pts["target"]
-            lines, events = _click(action, t), [PointerEvent("click", t.x, t.y)]
+            lines, events = _click(action, t), [PointerEvent(kind="click", x=t.x, y=t.y)]
         case TypeText():
             t = pts.get("target") if action.element_description else None
             lines = _type(action, t, opts)
-            events = [PointerEvent("click", t.x, t.y)] if t else []
+            events = [PointerEvent(kind="click", x=t.x, y=t.y)] if t else []
         case Scroll():
             t = pts["target"]
-            lines, events = _scroll(action, t, opts), [PointerEvent("move", t.x, t.y)]
+            lines, events = _scroll(action, t, opts), [PointerEvent(kind="move", x=t.x, y=t.y)]
         case DragAndDrop() | HighlightTextSpan():
             s, e = pts["start"], pts["end"]
             holds = action.hold_keys if isinstance(action, DragAndDrop) else []
             lines = _drag(s, e, holds)
-            events = [PointerEvent("move", s.x, s.y), PointerEvent("drag", e.x, e.y)]
+            events = [PointerEvent(kind="move", x=s.x, y=s.y), PointerEvent(kind="drag", x=e.x, y=e.y)]
         case Hotkey():
             lines = [f"pyautogui.hotkey({', '.join(_k(k) for k in action.keys)})"]
         case HoldAndPress():

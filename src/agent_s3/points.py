@@ -1,9 +1,11 @@
-"""Screen points, pointer events and the arithmetic between coordinate spaces."""
+"""Screen points and the arithmetic between coordinate spaces (pointer events are the
+trajectory's own `PointerEvent`, so the runner stores them unchanged)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+
+from core.trajectory import PointerEvent
 
 __all__ = ["Point", "PointerEvent", "clamp", "scale"]
 
@@ -12,15 +14,6 @@ __all__ = ["Point", "PointerEvent", "clamp", "scale"]
 class Point:
     """A position in screen pixels, the space actions address."""
 
-    x: int
-    y: int
-
-
-@dataclass(frozen=True, slots=True)
-class PointerEvent:
-    """What the pointer did, for markers on screenshots (red click, blue move, green drag)."""
-
-    kind: Literal["click", "move", "drag"]
     x: int
     y: int
 

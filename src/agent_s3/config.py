@@ -1,0 +1,104 @@
+"""Configuration of the worker, its grounding and its coding agent (pydantic, so runs can
+load them from YAML and write them into `config.json`, secrets redacted)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from core.llm import GenerateConfig
+from core.protocols import Platform
+
+__all__ = ["CodeAgentConfig", "EnvironmentFacts", "GroundingConfig", "WorkerConfig"]
+
+
+class EnvironmentFacts(BaseModel):
+    """What the agent is told about the machine it drives; rendered into the prompts."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    user_name: str | None = None
+    """The account the desktop runs as."""
+    password: SecretStr | None = None
+    """The account's password, shown to the model only where `sudo` needs it."""
+    sudo: Literal["unavailable", "passwordless", "with_password"] = "unavailable"
+    """How administrator commands may be run."""
+    home: str | None = None
+    """The home folder, when the agent should know it."""
+    notes: list[str] = Field(default_factory=list)
+    """Further facts, one sentence each (e.g. which applications are installed)."""
+
+    def password_text(self) -> str | None:
+        return self.password.get_secret_value() if self.password else None
+
+
+class GroundingConfig(BaseModel):
+    """How element descriptions become screen points."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    style: Literal["policy", "uitars"] = "policy"
+    """"policy": ask a general model (often the policy's own) for a point with an instruction;
+    "uitars": the screenshot then a bare query, as UI-TARS-style grounding models expect."""
+    space: Literal["pixels", "norm1000", "norm100", "custom"] = "pixels"
+    """Units of the answer: screenshot pixels, 0-1000 or 0-100 per axis, or `width`x`height`."""
+    width: int | None = Field(None, gt=0)
+    """The grounding model's output width when `space` is "custom" (e.g. 1920 for UI-TARS-1.5-7B)."""
+    height: int | None = Field(None, gt=0)
+    """The grounding model's output height when `space` is "custom"."""
+    generate: GenerateConfig = GenerateConfig(temperature=0.0, max_tokens=256)
+    """Decoding settings of grounding calls."""
+    tesseract_psm: int = Field(6, ge=0, le=13)
+    """Tesseract page segmentation mode tried first for text spans (sparse text, 11, second)."""
+
+    @model_validator(mode="after")
+    def _custom_has_size(self) -> GroundingConfig:
+        if self.space == "custom" and not (self.width and self.height):
+            raise ValueError("grounding.space 'custom' needs grounding.width and grounding.height")
+        return self
+
+
+class CodeAgentConfig(BaseModel):
+    """The coding agent's bounded loop."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    budget: int = Field(20, ge=1, le=100)
+    """Inner steps before the loop stops with BUDGET_EXHAUSTED."""
+    output_limit: int = Field(4000, ge=200)
+    """Characters of stdout and of stderr kept per step (head and tail)."""
+    exec_timeout: float = Field(60.0, gt=0)
+    """Seconds one code block may run."""
+    generate: GenerateConfig = GenerateConfig()
+    """Decoding settings of the coding agent and its summarizer."""
+
+
+class WorkerConfig(BaseModel):
+    """The flat worker policy."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    platform: Platform = "ubuntu"
+    """Selects prompts, key names and how applications are opened and switched."""
+    facts: EnvironmentFacts = Field(default_factory=EnvironmentFacts)
+    reflection: bool = True
+    """Reflect on the trajectory before each step (after the first)."""
+    history_screenshots: int = Field(2, ge=0, le=10)
+    """Earlier screenshots sent besides the current one."""
+    history_steps: int = Field(40, ge=1)
+    """Past steps kept as text; older ones are counted, not shown."""
+    max_format_retries: int = Field(3, ge=0, le=10)
+    """Re-asks after a malformed reply before the step gives up."""
+    max_reply_chars: int = Field(20_000, ge=100)
+    """Longer replies are format errors."""
+    code_agent: bool = True
+    """Offer call_code_agent (hidden anyway when no sandbox is given, and on Android)."""
+    ubuntu_open: Literal["launcher", "exec"] = "launcher"
+    """How `open` starts applications on Ubuntu: the Super-key launcher or running them directly."""
+    generate: GenerateConfig = GenerateConfig()
+    """Decoding settings of policy calls."""
+    reflection_generate: GenerateConfig = GenerateConfig()
+    """Decoding settings of reflection calls."""
+    grounding: GroundingConfig = Field(default_factory=GroundingConfig)
+    coding: CodeAgentConfig = Field(default_factory=CodeAgentConfig)
