@@ -43,9 +43,21 @@ class ShellClient:
                 command = shlex.join(command)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
         proc = await asyncio.to_thread(
-            subprocess.run, command, shell=shell, cwd=self.home, env=env, capture_output=True, text=True, timeout=30
+            subprocess.run,
+            command,
+            shell=shell,
+            cwd=self.home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
-        return {"status": "success", "output": proc.stdout, "error": proc.stderr, "returncode": proc.returncode}
+        return {
+            "status": "success",
+            "output": proc.stdout,
+            "error": proc.stderr,
+            "returncode": proc.returncode,
+        }
 
     async def launch(self, command: str | list[str], *, shell: bool = False) -> str:
         self.calls.append(("launch", command))

@@ -63,7 +63,10 @@ def test_metric_list_splits_into_calls() -> None:
         "evaluator": {
             "func": ["exact_match", "check_include_exclude"],
             "conj": "or",
-            "result": [{"type": "vm_command_line", "command": "ls"}, {"type": "vm_file", "path": "~/a", "dest": "a"}],
+            "result": [
+                {"type": "vm_command_line", "command": "ls"},
+                {"type": "vm_file", "path": "~/a", "dest": "a"},
+            ],
             "expected": [{"type": "rule", "rules": {"expected": "x"}}, None],
             "options": [None, {"x": 1}],
         }
@@ -74,7 +77,9 @@ def test_metric_list_splits_into_calls() -> None:
     assert calls[1].expected is None and calls[1].options == {"x": 1} and calls[0].options == {}
 
 
-@pytest.mark.parametrize(("text", "needle"), [("{not json", "not valid JSON"), ("[1, 2]", "must hold a JSON object")])
+@pytest.mark.parametrize(
+    ("text", "needle"), [("{not json", "not valid JSON"), ("[1, 2]", "must hold a JSON object")]
+)
 def test_undecodable_files(tmp_path: Path, text: str, needle: str) -> None:
     path = _write(tmp_path / "t.json", text)
     with pytest.raises(TaskFileError, match=needle):

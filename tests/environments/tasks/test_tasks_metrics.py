@@ -42,7 +42,9 @@ def _docx(path: Path, paragraphs: list[str], page_breaks: int = 0) -> str:
     body = "".join(f'<w:p><w:r><w:t xml:space="preserve">{p}</w:t></w:r></w:p>' for p in paragraphs)
     body += '<w:p><w:r><w:br w:type="page"/></w:r></w:p>' * page_breaks
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("word/document.xml", f'<w:document xmlns:w="{W}"><w:body>{body}</w:body></w:document>')
+        archive.writestr(
+            "word/document.xml", f'<w:document xmlns:w="{W}"><w:body>{body}</w:body></w:document>'
+        )
     return str(path)
 
 
@@ -77,7 +79,7 @@ def test_check_list_regexes(tmp_path: Path) -> None:
 
 
 def test_compare_csv_ignores_quoting_and_trailing_blank_rows(tmp_path: Path) -> None:
-    gold = _text(tmp_path / "g.csv", "name,qty\n\"pear\",3\n")
+    gold = _text(tmp_path / "g.csv", 'name,qty\n"pear",3\n')
     assert compare_csv(_text(tmp_path / "a.csv", "name,qty\r\npear,3\r\n,\r\n"), gold) == 1.0
     assert compare_csv(_text(tmp_path / "b.csv", "name,qty\npear,4\n"), gold) == 0.0
 
@@ -90,7 +92,10 @@ def test_compare_table_whole_workbook(tmp_path: Path) -> None:
     assert compare_table(same, gold) == 1.0
     assert compare_table(other, gold) == 0.0
     assert compare_table(renamed, gold) == 0.0
-    assert compare_table(renamed, gold, rules=[{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}]) == 1.0
+    assert (
+        compare_table(renamed, gold, rules=[{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}])
+        == 1.0
+    )
     assert compare_table(renamed, gold, rules=[{"type": "sheet_name"}]) == 0.0
     assert compare_table(None, gold) == 0.0
     assert compare_table(str(tmp_path / "absent.xlsx"), gold) == 0.0
@@ -100,12 +105,31 @@ def test_compare_table_sheet_names_and_cells(tmp_path: Path) -> None:
     book = _xlsx(tmp_path / "b.xlsx", {"In": [["x"]], "Out": [["total", 191.66671]]})
     gold = _xlsx(tmp_path / "g.xlsx", {"In": [["x"]], "Out": [["total", 191.6667]]})
     cell = {"type": "check_cell", "sheet_idx": "RNOut", "coordinate": "B1"}
-    assert compare_table(book, rules=[cell | {"props": {"value": {"method": "approx:0.001", "ref": 191.6667}}}]) == 1.0
+    assert (
+        compare_table(book, rules=[cell | {"props": {"value": {"method": "approx:0.001", "ref": 191.6667}}}])
+        == 1.0
+    )
     assert compare_table(book, rules=[cell | {"props": {"value": {"method": "eq", "ref": 191.6667}}}]) == 0.0
-    assert compare_table(book, rules=[cell | {"coordinate": "A1", "props": {"value": {"method": "eq", "ref": "total"}}}]) == 1.0
-    assert compare_table(book, rules=[cell | {"coordinate": "Z9", "props": {"value": {"method": "eq", "ref": "x"}}}]) == 0.0
-    assert compare_table(book, gold, rules=[{"type": "sheet_data", "sheet_idx0": "RNIn", "sheet_idx1": "ENIn"}]) == 1.0
-    assert compare_table(book, gold, rules=[{"type": "sheet_data", "sheet_idx0": "RI1", "sheet_idx1": "EI1"}]) == 0.0
+    assert (
+        compare_table(
+            book, rules=[cell | {"coordinate": "A1", "props": {"value": {"method": "eq", "ref": "total"}}}]
+        )
+        == 1.0
+    )
+    assert (
+        compare_table(
+            book, rules=[cell | {"coordinate": "Z9", "props": {"value": {"method": "eq", "ref": "x"}}}]
+        )
+        == 0.0
+    )
+    assert (
+        compare_table(book, gold, rules=[{"type": "sheet_data", "sheet_idx0": "RNIn", "sheet_idx1": "ENIn"}])
+        == 1.0
+    )
+    assert (
+        compare_table(book, gold, rules=[{"type": "sheet_data", "sheet_idx0": "RI1", "sheet_idx1": "EI1"}])
+        == 0.0
+    )
     assert compare_table(book, gold, rules=[{"type": "sheet_name"}]) == 1.0
 
 
@@ -122,7 +146,10 @@ def test_docx_paragraphs_and_compare(tmp_path: Path) -> None:
     assert compare_docx_files(str(tmp_path / "b.docx"), gold, ignore_case=True) == 1.0
     assert compare_docx_files(_docx(tmp_path / "c.docx", ["Body text.", "Title"]), gold) == 0.0
     assert compare_docx_files(str(tmp_path / "c.docx"), gold, ignore_order=True) == 1.0
-    assert compare_docx_files(_docx(tmp_path / "d.docx", ["Title", "", "Body  text."]), gold, ignore_blanks=True) == 1.0
+    assert (
+        compare_docx_files(_docx(tmp_path / "d.docx", ["Title", "", "Body  text."]), gold, ignore_blanks=True)
+        == 1.0
+    )
     assert compare_docx_files(_text(tmp_path / "e.docx", "not a zip"), gold) == 0.0
     assert docx_paragraphs(str(tmp_path / "e.docx")) is None
 
@@ -136,11 +163,20 @@ def test_contains_page_break(tmp_path: Path) -> None:
 
 
 def test_unsupported_reasons() -> None:
-    assert {"exact_match", "check_include_exclude", "compare_text_file", "compare_table", "compare_docx_files"} <= set(METRICS)
+    assert {
+        "exact_match",
+        "check_include_exclude",
+        "compare_text_file",
+        "compare_table",
+        "compare_docx_files",
+    } <= set(METRICS)
     assert unsupported_reason("exact_match", {}) is None
     assert unsupported_reason("no_such_metric", {}) == "no such metric here"
     assert unsupported_reason("compare_text_file", {"fuzzy": True}) == "options fuzzy not supported"
-    assert unsupported_reason("compare_table", {"rules": [{"type": "chart"}]}) == "rule type 'chart' not supported"
+    assert (
+        unsupported_reason("compare_table", {"rules": [{"type": "chart"}]})
+        == "rule type 'chart' not supported"
+    )
     bold = {"rules": [{"type": "check_cell", "props": {"font_bold": {"method": "eq", "ref": True}}}]}
     assert unsupported_reason("compare_table", bold) == "check_cell property 'font_bold' not supported"
     assert unsupported_reason("compare_table", {"rules": [{"type": "sheet_data"}]}) is None

@@ -20,8 +20,18 @@ async def test_execute_fills_placeholders_and_saves_outputs(shell_client, make_c
     ctx = make_ctx(
         {
             "config": [
-                _step("execute", command="echo {SCREEN_WIDTH_HALF}x{SCREEN_HEIGHT_HALF} {CLIENT_PASSWORD}", shell="true", stdout="out.txt"),
-                _step("command", command=["bash", "-c", "echo oops >&2; echo $HOME"], stderr="err.txt", stdout="home.txt"),
+                _step(
+                    "execute",
+                    command="echo {SCREEN_WIDTH_HALF}x{SCREEN_HEIGHT_HALF} {CLIENT_PASSWORD}",
+                    shell="true",
+                    stdout="out.txt",
+                ),
+                _step(
+                    "command",
+                    command=["bash", "-c", "echo oops >&2; echo $HOME"],
+                    stderr="err.txt",
+                    stdout="home.txt",
+                ),
             ]
         }
     )
@@ -66,7 +76,9 @@ async def test_upload_and_download_from_local_files(shell_client, make_ctx, tmp_
 
 async def test_remote_download_without_cache_is_one_clear_error(shell_client, make_ctx) -> None:
     url = "https://example.invalid/data.xlsx"
-    ctx = make_ctx({"id": "net-task", "config": [_step("download", files=[{"url": url, "path": "~/d.xlsx"}])]})
+    ctx = make_ctx(
+        {"id": "net-task", "config": [_step("download", files=[{"url": url, "path": "~/d.xlsx"}])]}
+    )
     with pytest.raises(TaskRunError) as info:
         await run_setup(shell_client, ctx)
     message = str(info.value)
@@ -99,7 +111,12 @@ async def test_window_launch_open_and_sleep_steps_reach_the_client(shell_client,
 
 
 async def test_unknown_step_fails_before_anything_runs(shell_client, make_ctx) -> None:
-    ctx = make_ctx({"id": "tabs", "config": [_step("execute", command="touch ~/ran"), _step("chrome_open_tabs", urls_to_open=[])]})
+    ctx = make_ctx(
+        {
+            "id": "tabs",
+            "config": [_step("execute", command="touch ~/ran"), _step("chrome_open_tabs", urls_to_open=[])],
+        }
+    )
     with pytest.raises(UnsupportedStep) as info:
         await run_setup(shell_client, ctx)
     assert "task tabs" in str(info.value) and "'chrome_open_tabs'" in str(info.value)
@@ -120,7 +137,11 @@ async def test_evaluate_command_line_exact_match(shell_client, make_ctx) -> None
     ctx = make_ctx(
         _evaluator(
             func="exact_match",
-            result={"type": "vm_command_line", "command": "[ -d ~/done ] && echo yes || echo no", "shell": True},
+            result={
+                "type": "vm_command_line",
+                "command": "[ -d ~/done ] && echo yes || echo no",
+                "shell": True,
+            },
             expected={"type": "rule", "rules": {"expected": "yes\n"}},
         )
     )
@@ -164,16 +185,25 @@ async def test_missing_result_file_scores_zero(shell_client, make_ctx) -> None:
     ("conj", "present", "score"),
     [("and", {"a"}, 0.0), ("and", {"a", "b"}, 1.0), ("or", {"b"}, 1.0), ("or", set(), 0.0)],
 )
-async def test_conj_over_metric_lists(shell_client, make_ctx, conj: str, present: set[str], score: float) -> None:
+async def test_conj_over_metric_lists(
+    shell_client, make_ctx, conj: str, present: set[str], score: float
+) -> None:
     def probe(name: str) -> dict:
-        return {"type": "vm_command_line", "command": f"test -e ~/{name} && echo here || echo gone", "shell": True}
+        return {
+            "type": "vm_command_line",
+            "command": f"test -e ~/{name} && echo here || echo gone",
+            "shell": True,
+        }
 
     ctx = make_ctx(
         _evaluator(
             func=["exact_match", "check_include_exclude"],
             conj=conj,
             result=[probe("a"), probe("b")],
-            expected=[{"type": "rule", "rules": {"expected": "here\n"}}, {"type": "rule", "rules": {"include": ["here"]}}],
+            expected=[
+                {"type": "rule", "rules": {"expected": "here\n"}},
+                {"type": "rule", "rules": {"include": ["here"]}},
+            ],
         )
     )
     for name in present:
@@ -191,14 +221,26 @@ async def test_infeasible_scores_the_last_action(shell_client, make_ctx) -> None
 async def test_unsupported_metric_getter_and_postconfig_are_named(shell_client, make_ctx) -> None:
     rule = {"type": "rule", "rules": {"expected": "x"}}
     cases = [
-        (_evaluator(func="compare_pdfs", result=rule, expected=rule), UnsupportedMetric, "metric 'compare_pdfs'"),
+        (
+            _evaluator(func="compare_pdfs", result=rule, expected=rule),
+            UnsupportedMetric,
+            "metric 'compare_pdfs'",
+        ),
         (
             _evaluator(func="compare_table", result=rule, options={"rules": [{"type": "chart"}]}),
             UnsupportedMetric,
             "rule type 'chart'",
         ),
-        (_evaluator(func="exact_match", result={"type": "open_tabs_info"}, expected=rule), UnsupportedGetter, "'open_tabs_info'"),
-        (_evaluator(func="exact_match", result=rule, expected=rule, postconfig=[_step("login")]), UnsupportedStep, "'login'"),
+        (
+            _evaluator(func="exact_match", result={"type": "open_tabs_info"}, expected=rule),
+            UnsupportedGetter,
+            "'open_tabs_info'",
+        ),
+        (
+            _evaluator(func="exact_match", result=rule, expected=rule, postconfig=[_step("login")]),
+            UnsupportedStep,
+            "'login'",
+        ),
     ]
     for data, error, needle in cases:
         ctx = make_ctx({"id": "unsup"} | data)

@@ -31,7 +31,9 @@ def test_every_file_loads(all_tasks) -> None:
         assert task.evaluator.calls()
 
 
-@pytest.mark.parametrize(("name", "count"), [("test_all.json", 369), ("test_nogdrive.json", 361), ("test_small.json", 39)])
+@pytest.mark.parametrize(
+    ("name", "count"), [("test_all.json", 369), ("test_nogdrive.json", 361), ("test_small.json", 39)]
+)
 def test_task_lists_load(name: str, count: int) -> None:
     tasks = load_task_list(REFERENCE / name)
     assert len(tasks) == count and len({t.id for t in tasks}) == count
@@ -42,13 +44,34 @@ def test_support_report_counts(all_tasks, capsys) -> None:
     report = support_report(ubuntu)
     # The reference notes' figures: tasks whose `config` uses each step type, over 369 tasks.
     in_config = Counter(kind for t in ubuntu for kind in {s.type for s in t.config})
-    assert [in_config[k] for k in ("download", "launch", "open", "execute", "command")] == [260, 175, 152, 104, 22]
+    assert [in_config[k] for k in ("download", "launch", "open", "execute", "command")] == [
+        260,
+        175,
+        152,
+        104,
+        22,
+    ]
     assert report.tasks == 369 and report.steps["download"] >= 260
     assert report.metrics["compare_table"] == 60 and report.metrics["infeasible"] == 29
     for kind, names in {
-        "step": {"execute", "command", "launch", "open", "sleep", "download", "activate_window", "close_window"},
+        "step": {
+            "execute",
+            "command",
+            "launch",
+            "open",
+            "sleep",
+            "download",
+            "activate_window",
+            "close_window",
+        },
         "getter": {"vm_file", "vm_command_line", "rule", "cloud_file", "cache_file"},
-        "metric": {"exact_match", "check_include_exclude", "compare_text_file", "compare_table", "infeasible"},
+        "metric": {
+            "exact_match",
+            "check_include_exclude",
+            "compare_text_file",
+            "compare_table",
+            "infeasible",
+        },
     }.items():
         assert names <= set(report.supported_names(kind)), kind
     assert {"chrome_open_tabs", "googledrive", "login"} <= set(report.unsupported_names("step"))
@@ -60,7 +83,9 @@ def test_support_report_counts(all_tasks, capsys) -> None:
     print(text)
     print(support_report(windows).format())
     out = capsys.readouterr().out
-    assert "tasks 369: runnable here" in out and "tasks 49: runnable here" in out and "chrome_open_tabs" in out
+    assert (
+        "tasks 369: runnable here" in out and "tasks 49: runnable here" in out and "chrome_open_tabs" in out
+    )
 
 
 def test_reference_examples_gaps(all_tasks) -> None:

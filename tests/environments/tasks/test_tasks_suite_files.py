@@ -1,0 +1,87 @@
+"""The local suite's files: valid, runnable offline, fixtures as declared, gold differs from input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tasks_suite_data import DOCS, FILES, SHEETS, TEXT
+
+from environments.tasks import SUITE_DIR, load_suite, support_report, task_gaps
+from environments.tasks.metrics import METRICS
+from environments.tasks.metrics.docx import docx_paragraphs
+from environments.tasks.metrics.table import read_workbook
+
+
+def test_suite_is_large_and_covers_every_app() -> None:
+    tasks = load_suite()
+    assert len(tasks) >= 12
+    assert len({t.id for t in tasks}) == len(tasks)
+    domains = {t.domain for t in tasks}
+    assert {"mousepad", "terminal", "files", "libreoffice_calc", "libreoffice_writer"} <= domains
+    assert sum(t.domain.startswith("libreoffice") for t in tasks) >= 5
+    report = support_report(tasks)
+    assert report.runnable == report.offline == len(tasks), [task_gaps(t) for t in tasks]
+
+
+def test_every_task_prepares_state_and_uses_home_relative_paths() -> None:
+    for task in load_suite():
+        assert task.config, task.id
+        text = json.dumps(task.model_dump(mode="json"))
+        assert "/home/user" not in text and "/root" not in text, task.id
+        for step in task.all_steps():
+            for entry in step.parameters.get("files", []):
+                assert (task.base_dir / entry["local_path"]).is_file(), (task.id, entry)
+
+
+def _without_trailing_blanks(row: list[object]) -> list[object]:
+    kept = list(row)
+    while kept and kept[-1] is None:
+        kept.pop()
+    return kept
+
+
+def test_fixture_files_hold_the_declared_content() -> None:
+    for name, text in TEXT.items():
+        assert (FILES / name).read_text() == text, name
+    for name, sheets in SHEETS.items():
+        book = read_workbook(FILES / name)
+        assert book.names == list(sheets), name
+        for rows, want in zip(book.sheets, sheets.values(), strict=True):
+            assert rows == [_without_trailing_blanks(r) for r in want], name
+    for name, paragraphs in DOCS.items():
+        assert docx_paragraphs(FILES / name) == paragraphs, name
+    on_disk = {str(p.relative_to(FILES)) for p in FILES.rglob("*") if p.is_file()}
+    assert on_disk == set(TEXT) | set(SHEETS) | set(DOCS)
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    [
+        t.id
+        for t in load_suite()
+        if t.id.startswith(("mousepad-append", "mousepad-fix", "calc-", "writer-retitle"))
+    ],
+)
+def test_input_file_fails_and_gold_passes_offline(task_id: str) -> None:
+    """The metric tells the unedited input from the gold, so a fresh desktop cannot score 1."""
+    task = next(t for t in load_suite() if t.id == task_id)
+    call = task.evaluator.calls()[0]
+    assert call.expected is not None and call.result is not None
+    gold = str(task.base_dir / call.expected.params["path"])
+    source = next(
+        str(task.base_dir / e["local_path"])
+        for s in task.config
+        for e in s.parameters.get("files", [])
+        if Path(e["path"]).name == Path(call.result.params["path"]).name
+    )
+    fn = METRICS[call.func].fn
+    assert fn(source, gold, **call.options) == 0.0
+    assert fn(gold, gold, **call.options) == 1.0
+
+
+def test_suite_dir_layout() -> None:
+    assert (SUITE_DIR / "test_local.json").is_file()
+    for path in (SUITE_DIR / "examples").glob("*/*.json"):
+        assert json.loads(path.read_text())["id"] == path.stem
