@@ -84,7 +84,8 @@ def merge_source(
     elif isinstance(source, str) and (match := _OVERRIDE.match(source)):
         key, text = match.group(1), match.group(2)
         value = _override_value(model, key, text)
-        layer, origin = _nest(key.split("."), value), f"override {key}={text}"
+        shown = REDACTED if any(is_secret_key(part) for part in key.split(".")) else text
+        layer, origin = _nest(key.split("."), value), f"override {key}={shown}"
     else:
         path = Path(source)
         layer, origin = _read_file(path), str(path)

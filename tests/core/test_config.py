@@ -140,6 +140,9 @@ def test_secret_values_never_appear_in_errors() -> None:
     with pytest.raises(ConfigError) as info:
         load_config(RunConfig, ["judge.api_key=[sk-live-1234]"])
     assert "sk-live-1234" not in str(info.value) and REDACTED in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        load_config(RunConfig, ["judge.nested.api_key=sk-live-5678"])
+    assert "sk-live-5678" not in str(info.value) and "unknown config key 'judge.nested'" in str(info.value)
 
 
 def test_dump_is_whole_and_redacted(run_file: Path) -> None:

@@ -71,7 +71,7 @@ def _run_until(code: str, args: list[str], operations: int) -> int:
 
 
 @pytest.mark.parametrize(
-    ("durable", "operations", "seed"), [(False, 1000, 1), (False, 2000, 2), (True, 150, 3)]
+    ("durable", "operations", "seed"), [(False, 1000, 1), (False, 1500, 2), (True, 150, 3)]
 )
 def test_killed_writer_leaves_whole_files_and_complete_lines(
     tmp_path: Path, durable: bool, operations: int, seed: int

@@ -12,6 +12,9 @@ A step's screenshots are written (atomically) before its line is appended, so a 
 never names a missing file; a kill between the two leaves unreferenced images, which the
 next attempt's `start` removes. Steps are appended in index order, so step i is line i and
 `read_step` parses that line alone.
+
+The methods block (an fsynced step with two 1 MB screenshots takes a few milliseconds);
+from the event loop, call them through ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
