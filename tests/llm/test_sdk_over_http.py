@@ -11,6 +11,7 @@ import pytest
 
 from core.llm import (
     ChatMessage,
+    ChatModel,
     GenerateConfig,
     ImagePart,
     Ledger,
@@ -151,9 +152,13 @@ async def test_ledger_prices_cached_tokens(serve: Any, wire: Any) -> None:
     assert record.dollars < prices.cost(wire.model, Usage(input_tokens=1_000_000, output_tokens=20_000))
 
 
-async def test_concurrency_limit_holds(serve: Any) -> None:
-    steps = [Reply(text=str(i), delay=0.1) for i in range(10)]
+async def test_concurrency_limit_holds_across_models_of_one_endpoint(serve: Any, wire: Any,
+                                                                     api_key: str) -> None:
+    steps = [Reply(text=str(i), delay=0.1) for i in range(12)]
     async with serve(steps, max_connections=3) as (server, model):
-        outs = await asyncio.gather(*(model.generate(ASK, module="m") for _ in range(10)))
-    assert sorted(o.text for o in outs) == sorted(str(i) for i in range(10))
+        other = ChatModel.from_name(wire.model, base_url=server.base_url, api_key=api_key, max_connections=3)
+        calls = [m.generate(ASK, module="m") for m in (model, model.with_tags(rollout=1), other) for _ in range(4)]
+        outs = await asyncio.gather(*calls)
+        await other.aclose()
+    assert sorted(o.text for o in outs) == sorted(str(i) for i in range(12))
     assert server.max_in_flight == 3

@@ -18,7 +18,7 @@ from typing import ClassVar, Literal
 
 from .errors import MalformedReplyError, ScriptError
 from .provider import ModelAPI, current_module
-from .retry import RetryDecision, decide_status
+from .retry import RetryDecision, decide_status, parse_retry_after
 from .types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Usage
 
 __all__ = [
@@ -166,14 +166,15 @@ class ScriptedAPI(ModelAPI):
         if isinstance(reply.error, BaseException):
             raise reply.error
         if isinstance(reply.error, int):
-            retry_after = reply.retry_after if isinstance(reply.retry_after, (int, float)) else None
+            retry_after = (None if reply.retry_after is None
+                           else parse_retry_after({"retry-after": str(reply.retry_after)}))
             raise ScriptedHTTPError(reply.error, reply.message or "scripted error", retry_after)
         if reply.fault == "drop":
             raise ConnectionResetError("scripted dropped connection")
         if reply.fault in ("malformed", "empty"):
             raise MalformedReplyError(f"the reply body was {reply.fault}")
         usage = reply.usage or estimate_usage(messages, reply.text)
-        return ModelOutput(text=reply.text, model=self.name, usage=usage,
+        return ModelOutput(text=reply.text, model=self.model, usage=usage,
                            finish_reason=reply.finish_reason)
 
     def classify(self, error: BaseException) -> RetryDecision:

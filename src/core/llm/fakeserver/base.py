@@ -48,7 +48,8 @@ class FakeServer(ABC):
 
     Use as `async with OpenAIServer(script) as server:` and point a client at
     `server.base_url`. `Reply.error=<status>` answers that HTTP error (with `retry_after`
-    as Retry-After), `Reply.delay` holds the answer back, `Reply.fault` drops the
+    as Retry-After, `message` as the error text); an exception as `Reply.error` answers
+    500 with its text; `Reply.delay` holds the answer back, `Reply.fault` drops the
     connection ("drop") or answers a truncated ("malformed") or empty ("empty") body.
     A request beyond the script's end is answered 400 and fails `script.assert_done()`.
     """
