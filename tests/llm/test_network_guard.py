@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 
@@ -41,3 +42,10 @@ def test_loopback_and_unix_sockets_are_allowed(tmp_path: Path) -> None:
     client.connect(path)
     client.close()
     listener.close()
+
+
+async def test_asyncio_connection_to_public_ip_is_refused(_loopback_only: list[str]) -> None:
+    with pytest.raises(PermissionError, match="non-loopback"):
+        await asyncio.open_connection("1.1.1.1", 443)
+    assert _loopback_only
+    _loopback_only.clear()
