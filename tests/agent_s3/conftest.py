@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -27,6 +28,12 @@ def render_png(size: tuple[int, int] = (800, 300), lines: list[str] = LINES, col
 @pytest.fixture
 def screen_png() -> bytes:
     return render_png()
+
+
+@pytest.fixture
+def make_png() -> Callable[..., bytes]:
+    """Renders a PNG: `make_png(size=(w, h), lines=[...], colour="white")`."""
+    return render_png
 
 
 @dataclass

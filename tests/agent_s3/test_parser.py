@@ -32,21 +32,36 @@ def block(code: str, lang: str = "python") -> str:
 
 VALID = [
     ('agent.click("the Save button", 1, "left")', Click(element_description="the Save button")),
-    ('agent.click("File menu", num_clicks=2, button_type="right", hold_keys=["shift"])',
-     Click(element_description="File menu", num_clicks=2, button_type="right", hold_keys=["shift"])),
-    ('agent.type("Name field", "Ada", True, True)',
-     TypeText(element_description="Name field", text="Ada", overwrite=True, enter=True)),
+    (
+        'agent.click("File menu", num_clicks=2, button_type="right", hold_keys=["shift"])',
+        Click(element_description="File menu", num_clicks=2, button_type="right", hold_keys=["shift"]),
+    ),
+    (
+        'agent.type("Name field", "Ada", True, True)',
+        TypeText(element_description="Name field", text="Ada", overwrite=True, enter=True),
+    ),
     ('agent.type(text="hello")', TypeText(text="hello")),
     ('agent.scroll("the list", -5)', Scroll(element_description="the list", clicks=-5)),
-    ('agent.scroll("the sheet", 3, horizontal=True)', Scroll(element_description="the sheet", clicks=3, horizontal=True)),
-    ('agent.drag_and_drop("file icon", "trash")', DragAndDrop(starting_description="file icon", ending_description="trash")),
+    (
+        'agent.scroll("the sheet", 3, horizontal=True)',
+        Scroll(element_description="the sheet", clicks=3, horizontal=True),
+    ),
+    (
+        'agent.drag_and_drop("file icon", "trash")',
+        DragAndDrop(starting_description="file icon", ending_description="trash"),
+    ),
     ('agent.hotkey(["ctrl", "s"])', Hotkey(keys=["ctrl", "s"])),
     ('agent.hotkey(("ctrl", "shift", "t"))', Hotkey(keys=["ctrl", "shift", "t"])),
-    ('agent.hold_and_press(["shift"], ["down", "down"])', HoldAndPress(hold_keys=["shift"], press_keys=["down", "down"])),
+    (
+        'agent.hold_and_press(["shift"], ["down", "down"])',
+        HoldAndPress(hold_keys=["shift"], press_keys=["down", "down"]),
+    ),
     ('agent.open("LibreOffice Calc")', Open(app_or_filename="LibreOffice Calc")),
     ('agent.switch_applications("mousepad")', SwitchApplications(app_code="mousepad")),
-    ('agent.highlight_text_span("quick brown", "lazy dog")',
-     HighlightTextSpan(starting_phrase="quick brown", ending_phrase="lazy dog")),
+    (
+        'agent.highlight_text_span("quick brown", "lazy dog")',
+        HighlightTextSpan(starting_phrase="quick brown", ending_phrase="lazy dog"),
+    ),
     ("agent.wait(1.5)", Wait(seconds=1.5)),
     ("agent.wait(2)", Wait(seconds=2.0)),
     ("agent.done()", Done()),

@@ -1,0 +1,171 @@
+"""Grounding: reading points from replies, coordinate spaces, clamping, a scripted
+grounding model over ChatModel, and OCR text spans on a rendered image."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+
+import pytest
+
+from agent_s3 import (
+    Click,
+    Done,
+    DragAndDrop,
+    Grounder,
+    GroundingConfig,
+    GroundingError,
+    HighlightTextSpan,
+    OcrReader,
+    Point,
+    TypeText,
+)
+from agent_s3.grounding import parse_point
+from agent_s3.ocr import Word, find_phrase, parse_tsv, span_points
+from core.llm import ChatModel, ImagePart, Reply, Script, TextPart
+
+
+@pytest.mark.parametrize(
+    ("text", "point"),
+    [
+        ("(523, 311)", (523, 311)),
+        ("The 2 buttons: 1. (640,360)", (640, 360)),
+        ("<point>12 34</point>", (12, 34)),
+        ("<|box_start|>(500,600)<|box_end|>", (500, 600)),
+        ("start_box='(10,20)'", (10, 20)),
+        ("Box [100, 200, 300, 400]", (200, 300)),
+        ('{"x": 3.5, "y": 4}', (3.5, 4)),
+        ("x=7, y=9", (7, 9)),
+        ("around 15 and 25", (15, 25)),
+        ("no idea", None),
+        ("", None),
+    ],
+)
+def test_parse_point(text: str, point: tuple[float, float] | None) -> None:
+    assert parse_point(text) == point
+
+
+def grounder(replies: list[str], **config: object) -> tuple[Grounder, Script]:
+    script = Script("ground", [Reply(text=r) for r in replies])
+    return Grounder(ChatModel.from_name("scripted/ground"), GroundingConfig(**config)), script
+
+
+async def test_pixels_are_scaled_from_the_screenshot_to_the_screen(make_png: Callable[..., bytes]) -> None:
+    g, script = grounder(["(400, 150)"])
+    png = make_png((800, 300))
+    result = await g.ground(Click(element_description="the fox"), png, (1600, 600))
+    assert result.points == {"target": Point(800, 300)}
+    req = script.requests[0]
+    assert req.module == "grounding"
+    parts = req.messages[-1].parts()
+    assert any(isinstance(p, ImagePart) and p.data == png for p in parts)
+    assert "the fox" in req.messages[-1].text() and "800x300" in req.messages[-1].text()
+    assert result.calls[0].text == "(400, 150)"
+    script.assert_done()
+
+
+@pytest.mark.parametrize(
+    ("space", "reply", "expected"),
+    [
+        ("norm1000", "(500, 250)", Point(960, 270)),
+        ("norm100", "(50, 25)", Point(960, 270)),
+        ("norm1000", "(1200, -40)", Point(1919, 0)),
+    ],
+)
+async def test_normalised_spaces_and_clamping(
+    space: str, reply: str, expected: Point, make_png: Callable[..., bytes]
+) -> None:
+    g, _ = grounder([reply], space=space)
+    result = await g.ground(Click(element_description="x"), make_png(), (1920, 1080))
+    assert result.points["target"] == expected
+
+
+async def test_uitars_style_query_with_its_own_resolution(make_png: Callable[..., bytes]) -> None:
+    g, script = grounder(
+        ["<|box_start|>(1000,500)<|box_end|>"], style="uitars", space="custom", width=2000, height=1000
+    )
+    result = await g.ground(Click(element_description="OK button"), make_png(), (1280, 720))
+    assert result.points["target"] == Point(640, 360)
+    parts = script.requests[0].messages[0].parts()
+    assert isinstance(parts[0], ImagePart) and isinstance(parts[1], TextPart)
+    assert parts[1].text.startswith("Query: OK button")
+
+
+async def test_custom_space_needs_a_size() -> None:
+    with pytest.raises(ValueError, match=r"needs grounding\.width"):
+        GroundingConfig(space="custom")
+
+
+async def test_unparseable_reply_is_a_grounding_error(make_png: Callable[..., bytes]) -> None:
+    g, _ = grounder(["I cannot see it"])
+    with pytest.raises(GroundingError, match="could not be located"):
+        await g.ground(Click(element_description="ghost"), make_png(), (800, 300))
+
+
+async def test_cache_per_screenshot_and_drag_uses_two_calls(make_png: Callable[..., bytes]) -> None:
+    g, script = grounder(["(10, 10)", "(20, 20)", "(30, 30)"])
+    png = make_png()
+    a = await g.ground(DragAndDrop(starting_description="a", ending_description="b"), png, (800, 300))
+    assert {a.points["start"], a.points["end"]} == {Point(10, 10), Point(20, 20)}
+    again = await g.ground(Click(element_description="a"), png, (800, 300))
+    assert again.points["target"] == a.points["start"] and len(script.requests) == 2
+    other = await g.ground(Click(element_description="a"), make_png(colour="lightgrey"), (800, 300))
+    assert other.points["target"] == Point(30, 30)
+    script.assert_done()
+
+
+async def test_actions_without_targets_make_no_calls(make_png: Callable[..., bytes]) -> None:
+    g, script = grounder([])
+    assert (await g.ground(Done(), make_png(), (800, 300))).points == {}
+    assert (await g.ground(TypeText(text="x"), make_png(), (800, 300))).points == {}
+    assert script.requests == []
+
+
+def test_tsv_parsing_and_phrase_matching() -> None:
+    tsv = (
+        "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
+        "1\t1\t0\t0\t0\t0\t0\t0\t800\t300\t-1\t\n"
+        "5\t1\t1\t1\t1\t1\t10\t20\t40\t10\t96\tHello,\n"
+        "5\t1\t1\t1\t1\t2\t60\t20\t50\t10\t95\twor1d\n"
+        "5\t1\t1\t1\t1\t3\t120\t20\t30\t10\t95\tagain\n"
+    )
+    words = parse_tsv(tsv, (2.0, 2.0))
+    assert [w.text for w in words] == ["Hello,", "wor1d", "again"]
+    assert (words[0].left, words[0].top, words[0].width) == (20, 40, 80)
+    assert find_phrase(words, "hello world") == (0, 1)  # OCR slip tolerated
+    assert find_phrase(words, "again") == (2, 2)
+    assert find_phrase(words, "missing phrase") is None
+    start, end = span_points(words, "Hello", "again", (1600, 600))
+    assert start == Point(20, 50) and end == Point(300, 50)
+
+
+def test_end_phrase_is_searched_after_the_start() -> None:
+    words = [Word(t, 10 * i, 0, 8, 10) for i, t in enumerate("the end of the start and the end".split())]
+    start, end = span_points(words, "start", "the end", (1000, 100))
+    assert start == Point(40, 5) and end == Point(78, 5)
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
+async def test_ocr_span_on_a_rendered_image(make_png: Callable[..., bytes]) -> None:
+    g, script = grounder([])
+    png = make_png((800, 300))
+    result = await g.ground(
+        HighlightTextSpan(starting_phrase="quick brown", ending_phrase="lazy dog."), png, (1600, 600)
+    )
+    start, end = result.points["start"], result.points["end"]
+    # "quick" begins about a quarter of the first line in; "dog." ends on the second line.
+    assert 100 < start.x < 250 and 60 < start.y < 120
+    assert end.x > start.x and 180 < end.y < 260
+    assert script.requests == []
+    with pytest.raises(GroundingError, match="not found"):
+        await g.ground(
+            HighlightTextSpan(starting_phrase="purple elephant", ending_phrase="x"), png, (1600, 600)
+        )
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
+async def test_ocr_reader_scales_word_boxes_to_the_screen(make_png: Callable[..., bytes]) -> None:
+    words = await OcrReader().words(make_png((800, 300)), (800, 300))
+    doubled = await OcrReader().words(make_png((800, 300)), (1600, 600))
+    assert [w.text for w in words][:3] == ["The", "quick", "brown"]
+    assert doubled[1].left == pytest.approx(2 * words[1].left, abs=2)
