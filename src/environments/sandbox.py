@@ -17,7 +17,7 @@ from pathlib import Path
 from core.protocols import ExecResult, SandboxLanguage
 from environments.server.processes import ProcessRegistry, run_captured
 
-__all__ = ["CODE_PATH", "DEFAULT_HIDDEN", "BwrapSandbox", "SandboxUnavailable"]
+__all__ = ["CODE_PATH", "DEFAULT_HIDDEN", "XAUTH_PATH", "BwrapSandbox", "SandboxUnavailable"]
 
 #: Host folders that are always invisible inside the sandbox.
 DEFAULT_HIDDEN: tuple[str, ...] = ("/root", "/home")
@@ -25,6 +25,8 @@ _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 _X11_DIR = "/tmp/.X11-unix"
 #: Where the code to run appears inside the sandbox (read-only).
 CODE_PATH = "/run/sandbox/code"
+#: Where a copy of the display's Xauthority cookie appears inside the sandbox.
+XAUTH_PATH = "/run/sandbox/Xauthority"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -47,6 +49,7 @@ class BwrapSandbox:
         gid: int = 65534,
         hidden: Iterable[str | os.PathLike[str]] = (),
         display: str | None = None,
+        xauthority: str | None = None,
         python: str = "/usr/bin/python3",
         output_limit: int = 256 * 1024,
         registry: ProcessRegistry | None = None,
@@ -56,14 +59,17 @@ class BwrapSandbox:
         self.gid = gid
         self.hidden = tuple(dict.fromkeys([*DEFAULT_HIDDEN, *(str(Path(p).resolve()) for p in hidden)]))
         self.display = display if display is not None else os.environ.get("DISPLAY")
+        self.xauthority = xauthority if xauthority is not None else os.environ.get("XAUTHORITY")
         self.python = python
         self.output_limit = output_limit
         self._registry = registry
         self._bwrap = shutil.which("bwrap")
         self._setpriv = shutil.which("setpriv")
 
-    def command(self, program: Sequence[str], *, code_fd: int | None = None) -> list[str]:
-        """The bwrap command line that runs `program`; `code_fd` is copied to `CODE_PATH`."""
+    def command(
+        self, program: Sequence[str], *, code_fd: int | None = None, xauth_fd: int | None = None
+    ) -> list[str]:
+        """The bwrap command line that runs `program`; `code_fd` and `xauth_fd` are copied in."""
         if self._bwrap is None or self._setpriv is None:
             raise SandboxUnavailable(
                 "bubblewrap and setpriv are required: apt-get install bubblewrap util-linux"
@@ -79,6 +85,8 @@ class BwrapSandbox:
         ]  # fmt: skip
         if code_fd is not None:
             argv += ["--perms", "0444", "--ro-bind-data", str(code_fd), CODE_PATH]
+        if xauth_fd is not None:
+            argv += ["--perms", "0444", "--ro-bind-data", str(xauth_fd), XAUTH_PATH]
         if os.path.isdir(_X11_DIR):
             argv += ["--ro-bind", _X11_DIR, _X11_DIR]
         for folder in self.hidden:
@@ -92,7 +100,7 @@ class BwrapSandbox:
             "--setenv", "PATH", _SAFE_PATH,
             "--setenv", "LANG", "C.UTF-8",
             "--setenv", "TMPDIR", "/tmp",
-            "--setenv", "XAUTHORITY", "/dev/null",
+            "--setenv", "XAUTHORITY", XAUTH_PATH if xauth_fd is not None else "/dev/null",
         ]  # fmt: skip
         if self.display:
             argv += ["--setenv", "DISPLAY", self.display]
@@ -114,21 +122,24 @@ class BwrapSandbox:
             return ExecResult("error", -1, "", f"{language} is not available in a Linux sandbox")
         if not self.home.is_dir():
             return ExecResult("error", -1, "", f"sandbox home {self.home} does not exist")
-        code_fd = os.memfd_create("sandbox-code")
+        fds = [_memfd("sandbox-code", code.encode("utf-8"))]
+        cookie = _read_cookie(self.xauthority)
+        if cookie is not None:
+            fds.append(_memfd("sandbox-xauth", cookie))
         try:
-            _fill(code_fd, code.encode("utf-8"))
             done = await run_captured(
-                self.command(program, code_fd=code_fd),
+                self.command(program, code_fd=fds[0], xauth_fd=fds[1] if len(fds) > 1 else None),
                 timeout=timeout,
                 env={"PATH": _SAFE_PATH},
                 output_limit=self.output_limit,
                 registry=self._registry,
-                pass_fds=(code_fd,),
+                pass_fds=fds,
             )
         except SandboxUnavailable as exc:
             return ExecResult("error", -1, "", str(exc))
         finally:
-            os.close(code_fd)
+            for fd in fds:
+                os.close(fd)
         if done.timed_out:
             return ExecResult("timeout", -1, done.stdout, done.stderr + f"\n[killed after {timeout:g} s]")
         return ExecResult(
@@ -136,9 +147,22 @@ class BwrapSandbox:
         )
 
 
-def _fill(fd: int, data: bytes) -> None:
-    """Write all of `data` to a fresh memfd and rewind it for bwrap to read."""
+def _memfd(name: str, data: bytes) -> int:
+    """An in-memory file holding `data`, rewound for bwrap to copy into the sandbox."""
+    fd = os.memfd_create(name)
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
     os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _read_cookie(path: str | None) -> bytes | None:
+    """The display's Xauthority file, if there is a readable, non-empty one."""
+    if not path:
+        return None
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    return data or None

@@ -67,7 +67,7 @@ class WarmExecutor:
         if self._run_as is not None:
             kwargs.update(self._run_as.popen_kwargs())
         proc = await asyncio.create_subprocess_exec(
-            self._python, "-I", str(_CHILD),
+            self._python, "-P", str(_CHILD),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,

@@ -46,6 +46,7 @@ class ServerState:
                 gid=gid,
                 hidden=config.sandbox_hidden,
                 display=env.get("DISPLAY"),
+                xauthority=env.get("XAUTHORITY"),
                 registry=registry,
             )
         return cls(

@@ -1,0 +1,284 @@
+"""An async client of OSWorld's in-VM server protocol (and of our compatible server).
+
+Retries are decided per request: reads (screenshot, sizes, pointer, file, listing) are
+retried with backoff on transport errors and 5xx replies; anything that changes the desktop
+(`/execute`, `/action`, `/run_*`, `/setup/*`) is retried only when the connection was never
+made, so a command whose reply was lost never runs twice (`ReplyLost` instead). A server
+that stays unreachable raises `EnvironmentLost`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from core.protocols import EnvError, EnvironmentLost, ExecResult
+
+__all__ = ["EndpointMissing", "OSWorldClient", "ReplyLost", "ServerError"]
+
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: Errors after which the request certainly never reached the server.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+class ReplyLost(EnvironmentLost):
+    """A non-idempotent request may have run but its reply never came; it is not repeated."""
+
+
+class ServerError(EnvError):
+    """The server answered with a status this call does not accept."""
+
+    def __init__(self, path: str, status: int, body: str) -> None:
+        super().__init__(f"{path} answered {status}: {body[:300]}")
+        self.path = path
+        self.status = status
+        self.body = body
+
+
+class EndpointMissing(ServerError):
+    """The server does not have this endpoint (404), e.g. `/action` on an OSWorld VM."""
+
+
+class OSWorldClient:
+    """One pooled HTTP connection to a controller server, a method per endpoint."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=4, max_keepalive_connections=1),
+            transport=transport,
+            trust_env=False,
+        )
+
+    async def __aenter__(self) -> OSWorldClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- transport ---------------------------------------------------------------------------
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool,
+        timeout: float | None = None,
+        ok: Sequence[int] = (200,),
+        **kwargs: Any,
+    ) -> httpx.Response:
+        attempts = self.retries + 1
+        last: Exception | None = None
+        for attempt in range(attempts):
+            if attempt:
+                await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                response = await self._http.request(method, path, timeout=timeout or self.timeout, **kwargs)
+            except _NOT_SENT as exc:
+                last = exc
+                continue
+            except httpx.TransportError as exc:
+                if not idempotent:
+                    raise ReplyLost(
+                        f"{method} {path}: no reply ({type(exc).__name__}); not repeated"
+                    ) from exc
+                last = exc
+                continue
+            if response.status_code == 401:
+                raise EnvError(f"{self.base_url} refused the token (401): pass the server's bearer token")
+            if response.status_code == 404 and 404 not in ok:
+                raise EndpointMissing(path, 404, response.text)
+            if response.status_code in ok:
+                return response
+            if idempotent and response.status_code >= 500 and attempt + 1 < attempts:
+                continue
+            raise ServerError(path, response.status_code, response.text)
+        raise EnvironmentLost(f"{self.base_url}{path} unreachable after {attempts} attempts: {last!r}")
+
+    async def _json(
+        self, path: str, body: dict[str, Any], *, timeout: float, ok: Sequence[int] = (200,)
+    ) -> Any:
+        response = await self._request("POST", path, idempotent=False, timeout=timeout, json=body, ok=ok)
+        return response.json()
+
+    # -- reading the screen ------------------------------------------------------------------
+
+    async def screenshot(self) -> bytes:
+        """PNG bytes of the whole screen, pointer drawn."""
+        response = await self._request("GET", "/screenshot", idempotent=True)
+        if not response.content.startswith(_PNG_MAGIC):
+            raise ServerError("/screenshot", response.status_code, "reply is not a PNG")
+        return response.content
+
+    async def screen_size(self) -> tuple[int, int]:
+        data = (await self._request("POST", "/screen_size", idempotent=True)).json()
+        return int(data["width"]), int(data["height"])
+
+    async def cursor_position(self) -> tuple[int, int]:
+        x, y = (await self._request("GET", "/cursor_position", idempotent=True)).json()
+        return int(x), int(y)
+
+    async def platform(self) -> str:
+        return (await self._request("GET", "/platform", idempotent=True)).text
+
+    async def accessibility_tree(self) -> str | None:
+        """The XML tree, or None when the server cannot produce one."""
+        try:
+            response = await self._request("GET", "/accessibility", idempotent=True, ok=(200,), timeout=60.0)
+        except ServerError:
+            return None
+        return response.json().get("AT")
+
+    async def wait_ready(self, timeout: float = 60.0, interval: float = 0.2) -> None:
+        """Poll until the server answers; `EnvironmentLost` if it never does."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            try:
+                await self._http.get("/platform", timeout=min(self.timeout, 5.0))
+                return
+            except httpx.TransportError as exc:
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise EnvironmentLost(f"{self.base_url} did not come up within {timeout:g} s") from exc
+                await asyncio.sleep(interval)
+
+    # -- running things ----------------------------------------------------------------------
+
+    async def execute(
+        self,
+        command: Sequence[str] | str,
+        *,
+        shell: bool = False,
+        timeout: float | None = None,
+        setup: bool = False,
+    ) -> ExecResult:
+        """`/execute` (or `/setup/execute`); a non-zero exit is `status="error"` here."""
+        body: dict[str, Any] = {
+            "command": command if isinstance(command, str) else list(command),
+            "shell": shell,
+        }
+        if timeout is not None:
+            body["timeout"] = timeout
+        path = "/setup/execute" if setup else "/execute"
+        data = await self._json(path, body, timeout=(timeout or 120.0) + 30.0, ok=(200, 500))
+        if data.get("status") == "error" and "returncode" not in data:
+            message = str(data.get("message", ""))
+            return ExecResult("timeout" if "timed out" in message else "error", -1, "", message)
+        returncode = int(data.get("returncode", -1))
+        return ExecResult(
+            "ok" if returncode == 0 else "error",
+            returncode,
+            data.get("output") or "",
+            data.get("error") or "",
+        )
+
+    async def action(self, code: str, *, timeout: float = 30.0) -> ExecResult:
+        """One compiled action in the server's warm executor (`EndpointMissing` elsewhere)."""
+        data = await self._json("/action", {"code": code, "timeout": timeout}, timeout=timeout + 15.0)
+        return ExecResult(
+            data["status"], int(data["returncode"]), data.get("stdout", ""), data.get("stderr", "")
+        )
+
+    async def run_python(self, code: str, *, timeout: float = 60.0) -> ExecResult:
+        """Python code: `/run_python_script` (CoAct shape), else OSWorld's `/run_python`."""
+        try:
+            data = await self._json(
+                "/run_python_script",
+                {"code": code, "timeout": timeout},
+                timeout=timeout + 30.0,
+                ok=(200, 500),
+            )
+        except EndpointMissing:
+            data = await self._json(
+                "/run_python", {"code": code, "timeout": timeout}, timeout=timeout + 30.0, ok=(200, 500)
+            )
+        if data.get("timed_out") or data.get("error") == "TimeoutExpired":
+            return ExecResult("timeout", -1, data.get("output") or "", data.get("error") or "")
+        returncode = int(data.get("returncode", data.get("return_code", -1)))
+        return ExecResult(
+            "ok" if returncode == 0 else "error",
+            returncode,
+            data.get("output") or "",
+            data.get("error") or "",
+        )
+
+    async def run_bash_script(
+        self, script: str, *, timeout: float = 30.0, working_dir: str | None = None
+    ) -> ExecResult:
+        """A bash script; OSWorld's shape merges stderr into stdout."""
+        body = {"script": script, "timeout": timeout, "working_dir": working_dir}
+        data = await self._json("/run_bash_script", body, timeout=timeout + 30.0, ok=(200, 400, 500))
+        returncode = int(data.get("returncode", -1))
+        output = data.get("output") or ""
+        if data.get("timed_out") or (returncode == -1 and "timed out" in output):
+            return ExecResult("timeout", -1, output, data.get("error") or "")
+        return ExecResult("ok" if returncode == 0 else "error", returncode, output, data.get("error") or "")
+
+    # -- files -------------------------------------------------------------------------------
+
+    async def file(self, path: str) -> bytes | None:
+        """The file's bytes, or None when the server has no such file (as OSWorld's controller)."""
+        response = await self._request(
+            "POST", "/file", idempotent=True, data={"file_path": path}, ok=(200, 404), timeout=120.0
+        )
+        if response.status_code == 404:
+            return None
+        return response.content
+
+    async def upload(self, path: str, data: bytes) -> None:
+        """Write `data` at `path` in the environment (parent folders created)."""
+        await self._request(
+            "POST",
+            "/setup/upload",
+            idempotent=True,
+            data={"file_path": path},
+            files={"file_data": ("file", data, "application/octet-stream")},
+            timeout=600.0,
+        )
+
+    async def list_directory(self, path: str) -> dict[str, Any]:
+        response = await self._request("POST", "/list_directory", idempotent=True, json={"path": path})
+        return dict(response.json()["directory_tree"])
+
+    # -- setup -------------------------------------------------------------------------------
+
+    async def launch(self, command: Sequence[str] | str, *, shell: bool = False) -> None:
+        body = {"command": command if isinstance(command, str) else list(command), "shell": shell}
+        await self._request("POST", "/setup/launch", idempotent=False, json=body)
+
+    async def open_file(self, path: str, *, timeout: float = 1800.0) -> None:
+        """Open a file (or start a program) and wait until its window is raised."""
+        body = {"path": path, "timeout": timeout}
+        await self._request("POST", "/setup/open_file", idempotent=False, json=body, timeout=timeout + 30.0)
+
+    async def activate_window(
+        self, window_name: str, *, strict: bool = False, by_class: bool = False
+    ) -> None:
+        body = {"window_name": window_name, "strict": strict, "by_class": by_class}
+        await self._request("POST", "/setup/activate_window", idempotent=False, json=body)
+
+    async def close_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
+        body = {"window_name": window_name, "strict": strict, "by_class": by_class}
+        await self._request("POST", "/setup/close_window", idempotent=False, json=body)

@@ -1,0 +1,91 @@
+"""`OSWorldDesktop`: an `Environment` over any server speaking OSWorld's protocol.
+
+Used for local desktops (our server, with the warm `/action` executor) and for OSWorld VMs
+(actions as ``python -c`` through `/execute`, exactly as OSWorld's controller sends them).
+Reverting belongs to whoever owns the machine, so it is passed in as a callback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from core.protocols import EnvError, Environment, ExecResult, Platform, Sandbox
+from environments.osworld.client import EndpointMissing, OSWorldClient
+from environments.osworld.sandbox import ServerSandbox
+
+__all__ = ["PYAUTOGUI_PREFIX", "OSWorldDesktop"]
+
+#: What OSWorld's controller puts before every pyautogui action.
+PYAUTOGUI_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
+
+
+class OSWorldDesktop(Environment):
+    """A desktop driven over HTTP; `revert` and `on_close` come from the machine's owner."""
+
+    def __init__(
+        self,
+        client: OSWorldClient,
+        *,
+        name: str,
+        platform: Platform = "ubuntu",
+        revert: Callable[[], Awaitable[None]] | None = None,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+        sandbox: Sandbox | None = None,
+        with_sandbox: bool = True,
+        action_timeout: float = 30.0,
+        python: str = "python",
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.platform = platform
+        self._revert = revert
+        self._on_close = on_close
+        self._sandbox = sandbox if sandbox is not None else (ServerSandbox(client) if with_sandbox else None)
+        self.action_timeout = action_timeout
+        self.python = python
+        self._warm_action: bool | None = None
+        self._size: tuple[int, int] | None = None
+        self._closed = False
+
+    async def screenshot(self) -> bytes:
+        return await self.client.screenshot()
+
+    async def screen_size(self) -> tuple[int, int]:
+        if self._size is None:
+            self._size = await self.client.screen_size()
+        return self._size
+
+    async def cursor_position(self) -> tuple[int, int]:
+        return await self.client.cursor_position()
+
+    async def act(self, code: str) -> ExecResult:
+        """The warm executor when the server has one, else OSWorld's ``python -c``; never retried."""
+        if self._warm_action is not False:
+            try:
+                result = await self.client.action(code, timeout=self.action_timeout)
+            except EndpointMissing:
+                self._warm_action = False
+            else:
+                self._warm_action = True
+                return result
+        command = [self.python, "-c", PYAUTOGUI_PREFIX + code]
+        return await self.client.execute(command, timeout=self.action_timeout)
+
+    def sandbox(self) -> Sandbox | None:
+        return self._sandbox
+
+    async def revert(self) -> None:
+        if self._revert is None:
+            raise EnvError(f"{self.name} cannot revert: its owner gave no revert callback")
+        self._size = None
+        await self._revert()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._on_close is not None:
+                await self._on_close()
+        finally:
+            await self.client.aclose()
