@@ -1,0 +1,102 @@
+"""The `Environment` a rollout gets from the local pool.
+
+Screens, actions and the sandbox go through the desktop's controller server (an inner
+OSWorld-protocol environment); revert is done locally on the desktop. Before and after every
+call the desktop's health is checked, so a dead display or server surfaces as
+`EnvironmentLost` (retry the rollout elsewhere) rather than as a failed action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from core.protocols import EnvError, Environment, EnvironmentLost, ExecResult, Sandbox, SandboxLanguage
+
+from .desktop import DesktopInfo, LocalDesktop
+
+__all__ = ["LocalEnvironment"]
+
+T = TypeVar("T")
+
+
+class LocalEnvironment(Environment):
+    """One pooled local desktop seen through its server; ``close`` stops the desktop."""
+
+    platform = "ubuntu"
+
+    def __init__(
+        self,
+        desktop: LocalDesktop,
+        inner: Environment,
+        *,
+        on_close: Callable[[LocalEnvironment], Awaitable[None]],
+    ) -> None:
+        self.name = desktop.name
+        self.desktop = desktop
+        self._inner = inner
+        self._on_close = on_close
+        self._closed = False
+
+    @property
+    def info(self) -> DesktopInfo:
+        return self.desktop.info()
+
+    def _check(self) -> None:
+        if self._closed:
+            raise EnvironmentLost(f"environment {self.name} was closed")
+        problem = self.desktop.problem()
+        if problem is not None:
+            raise EnvironmentLost(f"desktop {self.name} is gone: {problem}")
+
+    async def _guard(self, call: Callable[[], Awaitable[T]]) -> T:
+        self._check()
+        try:
+            return await call()
+        except EnvironmentLost:
+            raise
+        except (TimeoutError, EnvError, OSError) as exc:
+            problem = self.desktop.problem()
+            if problem is not None:
+                raise EnvironmentLost(f"desktop {self.name} is gone: {problem}") from exc
+            raise
+
+    async def screenshot(self) -> bytes:
+        return await self._guard(self._inner.screenshot)
+
+    async def screen_size(self) -> tuple[int, int]:
+        return await self._guard(self._inner.screen_size)
+
+    async def cursor_position(self) -> tuple[int, int]:
+        return await self._guard(self._inner.cursor_position)
+
+    async def act(self, code: str) -> ExecResult:
+        return await self._guard(lambda: self._inner.act(code))
+
+    def sandbox(self) -> Sandbox | None:
+        inner = self._inner.sandbox()
+        return None if inner is None else _GuardedSandbox(self, inner)
+
+    async def revert(self) -> None:
+        self._check()
+        await self._inner.revert()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._inner.close()
+        finally:
+            await self._on_close(self)
+
+
+class _GuardedSandbox:
+    """The server's sandbox, with a dead desktop reported as `EnvironmentLost`."""
+
+    def __init__(self, env: LocalEnvironment, inner: Sandbox) -> None:
+        self._env = env
+        self._inner = inner
+
+    async def run(self, language: SandboxLanguage, code: str, *, timeout: float = 60.0) -> ExecResult:
+        return await self._env._guard(lambda: self._inner.run(language, code, timeout=timeout))

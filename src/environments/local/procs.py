@@ -1,0 +1,190 @@
+"""Process plumbing for local desktops: spawn, find by marker, kill, measure.
+
+Every process a desktop starts carries an environment marker (``AGENT_S3_DESKTOP`` naming the
+desktop, ``AGENT_S3_POOL`` naming the pool) and sits in the desktop's process group, so a
+desktop can be killed as a whole and a test can prove nothing was left behind even when a
+process escaped the group with ``setsid``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "DESKTOP_MARKER",
+    "POOL_MARKER",
+    "ProcInfo",
+    "alive",
+    "cmdline",
+    "kill_pids",
+    "marked_processes",
+    "pss_kib",
+    "spawn",
+]
+
+DESKTOP_MARKER = "AGENT_S3_DESKTOP"
+POOL_MARKER = "AGENT_S3_POOL"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcInfo:
+    """A live (non-zombie) process seen in /proc."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    comm: str
+    marker: str | None
+    pool: str | None
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    process_group: int,
+    uid: int | None = None,
+    gid: int | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    pass_fds: Sequence[int] = (),
+    log: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in ``process_group`` (0 makes a new group led by the child).
+
+    ``setpriv`` drops to ``uid``/``gid`` and sets the parent-death signal *after* the drop (a
+    credential change clears it), so the child dies with the process that started it.
+    """
+    prefix = ["setpriv", "--pdeathsig", "KILL"]
+    if uid is not None:
+        g = uid if gid is None else gid
+        prefix = ["setpriv", f"--reuid={uid}", f"--regid={g}", "--clear-groups", "--pdeathsig", "KILL"]
+    out = open(log, "ab") if log is not None else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(
+            [*prefix, "--", *argv],
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            process_group=process_group,
+            pass_fds=tuple(pass_fds),
+            close_fds=True,
+        )
+    finally:
+        if log is not None and not isinstance(out, int):
+            out.close()
+
+
+def _read_environ(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        if item.startswith(b"AGENT_S3_"):
+            key, _, value = item.partition(b"=")
+            found[key.decode(errors="replace")] = value.decode(errors="replace")
+    return found
+
+
+def _stat(pid: int) -> tuple[str, str, int, int] | None:
+    """(comm, state, pgid, ppid) of ``pid`` or None if it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    comm = text[text.index("(") + 1 : text.rindex(")")]
+    fields = text[text.rindex(")") + 2 :].split()
+    return comm, fields[0], int(fields[2]), int(fields[1])
+
+
+def marked_processes(
+    *, desktop: str | None = None, pool: str | None = None, pgids: Iterable[int] = ()
+) -> list[ProcInfo]:
+    """Live processes that carry the given desktop or pool marker, or sit in one of ``pgids``."""
+    groups = set(pgids)
+    me = os.getpid()
+    found: list[ProcInfo] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if pid == me:
+            continue
+        st = _stat(pid)
+        if st is None or st[1] in ("Z", "X"):
+            continue
+        marks = _read_environ(pid)
+        mark, pmark = marks.get(DESKTOP_MARKER), marks.get(POOL_MARKER)
+        hit = (
+            (desktop is not None and mark == desktop)
+            or (pool is not None and pmark == pool)
+            or st[2] in groups
+        )
+        if hit:
+            found.append(ProcInfo(pid=pid, ppid=st[3], pgid=st[2], comm=st[0], marker=mark, pool=pmark))
+    return found
+
+
+def cmdline(pid: int) -> list[str]:
+    """The argument vector of ``pid`` (empty if it is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    st = _stat(pid)
+    return st is not None and st[1] not in ("Z", "X")
+
+
+def kill_pids(pids: Iterable[int], *, grace: float = 0.0, poll: float = 0.01) -> None:
+    """SIGTERM (when ``grace`` > 0) then SIGKILL every pid; waits until they are gone."""
+    todo = {p for p in pids if p > 1 and p != os.getpid()}
+    if grace > 0:
+        for pid in todo:
+            _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while todo and time.monotonic() < deadline:
+            todo = {p for p in todo if alive(p)}
+            time.sleep(poll)
+    for pid in todo:
+        _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while todo and time.monotonic() < deadline:
+        todo = {p for p in todo if alive(p)}
+        if todo:
+            time.sleep(poll)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def pss_kib(pids: Iterable[int]) -> int:
+    """Proportional set size summed over ``pids`` (KiB), from /proc/<pid>/smaps_rollup."""
+    total = 0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1])
+                break
+    return total

@@ -1,0 +1,176 @@
+"""Named snapshots: a home template folder built once and cached, plus the apps to start.
+
+Reverting a desktop is then "kill its apps, make the home equal to the template, start the
+snapshot's apps": a copy of a few hundred kilobytes, far below the 2 s budget. Templates are
+keyed by a hash of their spec, so editing a spec rebuilds its template and never reuses a
+stale one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.protocols import EnvError
+
+from .appconfig import BASE_DIRS, BASE_FILES, write_libreoffice_profile
+
+__all__ = [
+    "SNAPSHOTS",
+    "AppLaunch",
+    "SnapshotSpec",
+    "ensure_template",
+    "restore_home",
+    "snapshot_spec",
+]
+
+_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class AppLaunch:
+    """One application a snapshot has running. ``~`` in arguments means the desktop's home.
+
+    ``window`` is a substring of the window title that shows the app is up; revert waits
+    for it so the screen matches the snapshot when revert returns.
+    """
+
+    argv: tuple[str, ...]
+    window: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotSpec:
+    """What a snapshot holds: extra files in the home (relative path → text) and running apps."""
+
+    name: str
+    files: Mapping[str, str] = field(default_factory=dict)
+    launch: tuple[AppLaunch, ...] = ()
+
+    def digest(self) -> str:
+        blob = json.dumps(
+            {
+                "format": _FORMAT,
+                "name": self.name,
+                "files": dict(sorted(self.files.items())),
+                "base": dict(sorted(BASE_FILES.items())),
+                "launch": [[list(a.argv), a.window] for a in self.launch],
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+SNAPSHOTS: dict[str, SnapshotSpec] = {
+    "blank": SnapshotSpec(name="blank"),
+    "mousepad": SnapshotSpec(
+        name="mousepad",
+        files={"Documents/notes.txt": ""},
+        launch=(AppLaunch(("mousepad", "--disable-server", "~/Documents/notes.txt"), window="notes.txt"),),
+    ),
+}
+
+
+def snapshot_spec(name_or_spec: str | SnapshotSpec) -> SnapshotSpec:
+    """Look a built-in snapshot up by name (a spec passes through)."""
+    if isinstance(name_or_spec, SnapshotSpec):
+        return name_or_spec
+    try:
+        return SNAPSHOTS[name_or_spec]
+    except KeyError:
+        known = ", ".join(sorted(SNAPSHOTS))
+        raise EnvError(f"unknown snapshot {name_or_spec!r}; use one of: {known}") from None
+
+
+def ensure_template(spec: SnapshotSpec, root: Path, *, uid: int, gid: int) -> Path:
+    """The template home for ``spec`` under ``root``, built now if it is not cached yet.
+
+    Built in a scratch folder and renamed into place, so concurrent builders never see a
+    half-built template (the loser of a rename race just drops its copy).
+    """
+    final = root / f"{spec.name}-{spec.digest()}-u{uid}"
+    if (final / "home").is_dir():
+        return final / "home"
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = root / f".build-{uuid.uuid4().hex}"
+    home = scratch / "home"
+    try:
+        home.mkdir(parents=True)
+        for rel in BASE_DIRS:
+            (home / rel).mkdir(parents=True, exist_ok=True)
+        for rel, text in {**BASE_FILES, **spec.files}.items():
+            path = _inside(home, rel)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        write_libreoffice_profile(home)
+        (scratch / "snapshot.json").write_text(
+            json.dumps({"name": spec.name, "digest": spec.digest(), "uid": uid}, indent=2)
+        )
+        _chown_tree(home, uid, gid)
+        home.chmod(0o700)
+        try:
+            scratch.rename(final)
+        except OSError:
+            if not (final / "home").is_dir():
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return final / "home"
+
+
+def _inside(home: Path, rel: str) -> Path:
+    path = (home / rel).resolve()
+    if not path.is_relative_to(home.resolve()):
+        raise EnvError(f"snapshot file {rel!r} points outside the home; use a path relative to ~")
+    return path
+
+
+def _chown_tree(top: Path, uid: int, gid: int) -> None:
+    os.chown(top, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
+
+
+def restore_home(template: Path, home: Path) -> None:
+    """Make ``home`` an exact copy of ``template`` while keeping the folder itself.
+
+    The folder's inode survives, so a process whose working directory is the home (the
+    controller server) keeps a valid one.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    with os.scandir(home) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                if os.path.lexists(entry.path):
+                    _force_remove(entry.path)
+            else:
+                os.unlink(entry.path)
+    result = subprocess.run(
+        ["cp", "-a", "--reflink=auto", f"{template}/.", f"{home}/"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise EnvError(f"could not restore the home from {template}: {result.stderr.strip()}")
+    st = template.stat()
+    os.chown(home, st.st_uid, st.st_gid)
+    home.chmod(0o700)
+
+
+def _force_remove(path: str) -> None:
+    """Remove a tree an app left read-only (chmod then delete)."""
+    for dirpath, dirnames, _ in os.walk(path):
+        for name in dirnames:
+            os.chmod(os.path.join(dirpath, name), 0o700)
+    os.chmod(path, 0o700)
+    shutil.rmtree(path)

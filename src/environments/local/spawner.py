@@ -1,0 +1,34 @@
+"""The threads that start and revert desktops.
+
+A child's parent-death signal fires when the *thread* that forked it exits, not the process,
+so desktops must be started from threads that live as long as the process: a dedicated
+executor whose workers are never retired (unlike ad-hoc threads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+__all__ = ["run_blocking"]
+
+T = TypeVar("T")
+
+_SPAWNER: ThreadPoolExecutor | None = None
+_LOCK = threading.Lock()
+
+
+def _spawner() -> ThreadPoolExecutor:
+    global _SPAWNER
+    with _LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(max_workers=32, thread_name_prefix="desktop-spawner")
+        return _SPAWNER
+
+
+async def run_blocking(fn: Callable[[], T]) -> T:
+    """Run a blocking desktop operation on a spawner thread."""
+    return await asyncio.get_running_loop().run_in_executor(_spawner(), fn)

@@ -1,0 +1,96 @@
+"""Kill a pool's desktops when the process that owns them dies, however it dies.
+
+Parent-death signals only reach direct children; the controller server's children (apps it
+launched, its executor, sandboxes) start their own sessions. This tiny process, in a session
+of its own so Ctrl-C at a terminal does not reach it, waits on a pidfd of the owner and,
+when the owner is gone, kills every process carrying the pool's marker and deletes the
+pool's desktop folders. The owner stops it with SIGTERM on a clean close.
+
+Run as ``python -m environments.local.watchdog --owner PID --pool ID --desktops DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from .procs import POOL_MARKER, kill_pids, marked_processes
+
+__all__ = ["reap_pool", "start_watchdog"]
+
+
+def reap_pool(pool: str, desktops_dir: Path) -> int:
+    """Kill every process of ``pool`` and delete its desktop folders; returns how many died."""
+    killed = 0
+    for _ in range(5):
+        found = marked_processes(pool=pool)
+        if not found:
+            break
+        killed += len(found)
+        kill_pids([p.pid for p in found])
+    if desktops_dir.is_dir():
+        for entry in desktops_dir.iterdir():
+            try:
+                owner = (entry / "pool").read_text().strip()
+            except OSError:
+                continue
+            if owner == pool:
+                home = (entry / "home").read_text().strip() if (entry / "home").is_file() else ""
+                if home:
+                    shutil.rmtree(home, ignore_errors=True)
+                shutil.rmtree(entry, ignore_errors=True)
+    return killed
+
+
+def start_watchdog(pool: str, desktops_dir: Path) -> subprocess.Popen[bytes]:
+    """Start a watchdog for the calling process's pool."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return subprocess.Popen(
+        [
+            sys.executable, "-m", "environments.local.watchdog",
+            "--owner", str(os.getpid()), "--pool", pool, "--desktops", str(desktops_dir),
+        ],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )  # fmt: skip
+
+
+def _wait_for_exit(pid: int) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        select.select([fd], [], [])
+    finally:
+        os.close(fd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m environments.local.watchdog")
+    parser.add_argument("--owner", type=int, required=True)
+    parser.add_argument("--pool", required=True)
+    parser.add_argument("--desktops", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if os.environ.get(POOL_MARKER):
+        return 2  # never run inside the pool we would reap
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _wait_for_exit(args.owner)
+    reap_pool(args.pool, args.desktops)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
