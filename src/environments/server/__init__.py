@@ -3,13 +3,13 @@
 Unlike OSWorld's, it binds loopback by default, needs a bearer token, limits body sizes,
 keeps one X connection for screenshots, runs actions in a warm pyautogui executor, kills
 its children on timeout and on exit, and can run model code in a bubblewrap sandbox.
+Run it with ``python -m environments.server``; the application itself is in
+`environments.server.app` and the process entry point in `environments.server.serve`
+(kept out of this module so the light process helpers import without aiohttp).
 """
 
-from environments.server.app import build_app
 from environments.server.config import TOKEN_ENV, ConfigError, ServerConfig, parse_args
-from environments.server.executor import WarmExecutor
-from environments.server.processes import Completed, ProcessRegistry, RunAs, run_captured
-from environments.server.serve import main, serve, write_port_file
+from environments.server.processes import Completed, ProcessRegistry, RunAs, kill_group, run_captured
 
 __all__ = [
     "TOKEN_ENV",
@@ -18,11 +18,7 @@ __all__ = [
     "ProcessRegistry",
     "RunAs",
     "ServerConfig",
-    "WarmExecutor",
-    "build_app",
-    "main",
+    "kill_group",
     "parse_args",
     "run_captured",
-    "serve",
-    "write_port_file",
 ]
