@@ -20,6 +20,7 @@ from PIL import Image
 from agent_s3.actions import Action, Click, DragAndDrop, HighlightTextSpan, Scroll, TypeText
 from agent_s3.calls import ModelCall, call_model
 from agent_s3.config import GroundingConfig
+from agent_s3.facts import platform_name
 from agent_s3.ocr import OcrError, OcrReader
 from agent_s3.points import Point, scale
 from agent_s3.prompts import render
@@ -40,7 +41,6 @@ _PATTERNS = [
     # x=..., y=...  /  "x": ..., "y": ...
     re.compile(rf"\bx\"?\s*[:=]\s*{_NUM}.*?\by\"?\s*[:=]\s*{_NUM}", re.DOTALL),
 ]
-_PLATFORM_NAMES = {"ubuntu": "Ubuntu Linux", "windows": "Windows", "android": "Android"}
 
 
 class GroundingError(ValueError):
@@ -126,7 +126,7 @@ class Grounder:
         )
         prompt = render(
             "grounding_policy",
-            platform_name=_PLATFORM_NAMES[self.platform],
+            platform_name=platform_name(self.platform),
             description=description,
             units=units,
             example=f"{round(w * 0.31)}, {round(h * 0.47)}",

@@ -43,11 +43,10 @@ def describe_action(cls: type[ActionBase]) -> str:
         if field.description:
             lines.append(f"        {name}: {field.description}")
     doc = inspect.cleandoc(cls.__doc__ or "")
-    body = [f"    def {action_name(cls)}({', '.join(params)}):", f'        """{doc}']
-    if lines:
-        body += ["", *lines]
-    body.append('        """')
-    return "\n".join(body)
+    head = f"    def {action_name(cls)}({', '.join(params)}):"
+    if not lines:
+        return f'{head}\n        """{doc}"""'
+    return "\n".join([head, f'        """{doc}', "", *lines, '        """'])
 
 
 def action_reference(allowed: Collection[str] | None = None) -> str:
