@@ -1,0 +1,211 @@
+"""Step latency of a desktop: screenshot and action through the controller server.
+
+Prints, for each operation, the median through the server, the same operation done in this
+process (the floor an HTTP server can approach), and OSWorld's own server on this kind of
+machine (120 ms per screenshot, 335 ms per pyautogui action through `/execute`), as ratios.
+
+    python benchmarks/env_step.py [-n 40] [--size 1920x1080]
+
+Measurements are functions from a `BenchDesktop` to rows; `measure_step` is the one here.
+Revert time and memory per desktop belong to the local provider and are added as further
+`measure_*` functions called from `main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from environments.osworld import PYAUTOGUI_PREFIX, OSWorldClient
+from environments.server.capture import ScreenCapture
+
+#: OSWorld's server on a local Xvfb 1920x1080 desktop of this machine (an editor showing text).
+OSWORLD_SCREENSHOT_MS = 120.0
+OSWORLD_ACTION_MS = 335.0
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured operation: ours, the in-process floor, and the OSWorld reference."""
+
+    name: str
+    server_ms: float
+    in_process_ms: float | None = None
+    osworld_ms: float | None = None
+    note: str = ""
+
+
+@dataclass
+class BenchDesktop:
+    """A display with an editor showing text and a controller server on it."""
+
+    display: str
+    width: int
+    height: int
+    client: OSWorldClient
+    server_pid: int
+
+
+async def _median_ms(operation: Callable[[], Awaitable[object]], n: int) -> float:
+    await operation()
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        await operation()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+async def measure_step(desktop: BenchDesktop, n: int) -> list[Row]:
+    """Screenshot and action latency: server vs in-process vs OSWorld's reference."""
+    client = desktop.client
+    capture = ScreenCapture()
+    try:
+        shot_server = await _median_ms(client.screenshot, n)
+        shot_local = await _median_ms(capture.png, n)
+    finally:
+        await capture.close()
+
+    import pyautogui  # binds to DISPLAY at import, which main() has set
+
+    pyautogui.PAUSE = 0
+    spots = iter(range(10**9))
+
+    def target() -> tuple[int, int]:
+        k = next(spots)
+        return 100 + (k % 7) * 150, 100 + (k % 5) * 100
+
+    async def server_action() -> None:
+        x, y = target()
+        result = await client.action(f"pyautogui.moveTo({x}, {y})")
+        assert result.ok, result
+
+    async def local_action() -> None:
+        pyautogui.moveTo(*target())
+
+    async def osworld_style_action() -> None:
+        x, y = target()
+        result = await client.execute(
+            [sys.executable, "-c", PYAUTOGUI_PREFIX + f"pyautogui.moveTo({x}, {y})"]
+        )
+        assert result.ok, result
+
+    action_server = await _median_ms(server_action, n)
+    action_local = await _median_ms(local_action, n)
+    action_cold = await _median_ms(osworld_style_action, max(5, n // 4))
+    size = f"{desktop.width}x{desktop.height}"
+    return [
+        Row(f"screenshot {size} (PNG level 1)", shot_server, shot_local, OSWORLD_SCREENSHOT_MS),
+        Row("action moveTo via /action (warm)", action_server, action_local, OSWORLD_ACTION_MS),
+        Row(
+            "action via /execute python -c",
+            action_cold,
+            action_local,
+            OSWORLD_ACTION_MS,
+            "OSWorld's way on our server (no 0.1 s pause)",
+        ),
+    ]
+
+
+def print_rows(rows: list[Row]) -> None:
+    header = (
+        f"{'operation':36} {'server ms':>10} {'in-proc ms':>11} {'ratio':>7} {'OSWorld ms':>11} {'ratio':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        local = f"{row.in_process_ms:11.1f}" if row.in_process_ms is not None else f"{'-':>11}"
+        local_ratio = f"{row.server_ms / row.in_process_ms:7.2f}" if row.in_process_ms else f"{'-':>7}"
+        ref = f"{row.osworld_ms:11.1f}" if row.osworld_ms is not None else f"{'-':>11}"
+        ref_ratio = f"{row.server_ms / row.osworld_ms:7.3f}" if row.osworld_ms else f"{'-':>7}"
+        print(f"{row.name:36} {row.server_ms:10.1f} {local} {local_ratio} {ref} {ref_ratio}  {row.note}")
+
+
+@contextmanager
+def bench_desktop(width: int, height: int, folder: Path) -> Iterator[tuple[str, str, str, int]]:
+    """Xvfb + an editor showing text + our server; yields (display, url, token, server pid)."""
+    read_fd, write_fd = os.pipe()
+    xvfb = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
+        pass_fds=[write_fd],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        display = ":" + pipe.readline().strip().decode()
+    env = {**os.environ, "DISPLAY": display, "XAUTHORITY": "/dev/null", "HOME": str(folder)}
+    text = folder / "notes.txt"
+    text.write_text("\n".join(f"{i:03d} The quick brown fox jumps over the lazy dog." for i in range(60)))
+    editor = subprocess.Popen(
+        ["mousepad", "--disable-server", str(text)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    token = secrets.token_urlsafe(24)
+    (folder / "token").write_text(token)
+    port_file = folder / "port"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "environments.server", "--port", "0", "--port-file", str(port_file),
+         "--token-file", str(folder / "token")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the controller server did not start; run it by hand to see why")
+            time.sleep(0.02)
+        time.sleep(1.5)  # let the editor draw its window
+        yield display, f"http://127.0.0.1:{port_file.read_text().strip()}", token, server.pid
+    finally:
+        for proc in (server, editor, xvfb):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run(width: int, height: int, n: int) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="env-step-") as folder:
+        with bench_desktop(width, height, Path(folder)) as (display, url, token, pid):
+            os.environ["DISPLAY"] = display
+            os.environ.setdefault("XAUTHORITY", "/dev/null")
+            async with OSWorldClient(url, token) as client:
+                desktop = BenchDesktop(display, width, height, client, pid)
+                return await measure_step(desktop, n)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", type=int, default=40, help="samples per operation (median)")
+    parser.add_argument("--size", default="1920x1080", help="screen size WxH")
+    args = parser.parse_args(argv)
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    rows = asyncio.run(run(width, height, args.n))
+    print_rows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
