@@ -96,7 +96,7 @@ class LocalDesktop:
         self.base_dir = Path(base_dir)
         self.dir = self.base_dir / "desktops" / name
         self.home = Path(config.home_root) / f"agent-s3-home-{self.marker}"
-        self.run_dir = self.dir / "run"
+        self.run_dir = Path(config.home_root) / f"agent-s3-run-{self.marker}"
         self.spec = snapshot_spec(config.snapshot)
         self._template: Path | None = None
         self._procs: _Procs | None = None
@@ -120,12 +120,14 @@ class LocalDesktop:
             self.dir.chmod(0o711)
             (self.dir / "pool").write_text(self.pool)
             (self.dir / "home").write_text(str(self.home))
+            (self.dir / "run").write_text(str(self.run_dir))
             self.home.mkdir(mode=0o700)
             self.run_dir.mkdir(mode=0o700)
             os.chown(self.run_dir, cfg.uid, cfg.gid)
             restore_home(self._template, self.home)
             xs = start_xvfb(
                 self.dir,
+                client_dir=self.run_dir,
                 width=cfg.width,
                 height=cfg.height,
                 depth=cfg.depth,
@@ -162,6 +164,7 @@ class LocalDesktop:
             for p in [procs.xvfb, *procs.infra.values(), *procs.apps]:
                 _reap(p)
         shutil.rmtree(self.home, ignore_errors=True)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def revert(self, snapshot: str | SnapshotSpec | None = None) -> float:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["run_blocking"]
+__all__ = ["run_all", "run_blocking"]
 
 T = TypeVar("T")
 
@@ -32,3 +32,9 @@ def _spawner() -> ThreadPoolExecutor:
 async def run_blocking(fn: Callable[[], T]) -> T:
     """Run a blocking desktop operation on a spawner thread."""
     return await asyncio.get_running_loop().run_in_executor(_spawner(), fn)
+
+
+def run_all(fns: Sequence[Callable[[], T]]) -> list[T]:
+    """Run blocking operations in parallel on spawner threads and wait for all of them."""
+    futures = [_spawner().submit(fn) for fn in fns]
+    return [f.result() for f in futures]

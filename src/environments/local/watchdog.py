@@ -41,9 +41,10 @@ def reap_pool(pool: str, desktops_dir: Path) -> int:
             except OSError:
                 continue
             if owner == pool:
-                home = (entry / "home").read_text().strip() if (entry / "home").is_file() else ""
-                if home:
-                    shutil.rmtree(home, ignore_errors=True)
+                for pointer in ("home", "run"):
+                    target = (entry / pointer).read_text().strip() if (entry / pointer).is_file() else ""
+                    if target:
+                        shutil.rmtree(target, ignore_errors=True)
                 shutil.rmtree(entry, ignore_errors=True)
     return killed
 

@@ -35,6 +35,7 @@ class XServer:
 def start_xvfb(
     rundir: Path,
     *,
+    client_dir: Path,
     width: int,
     height: int,
     depth: int,
@@ -43,10 +44,14 @@ def start_xvfb(
     client_gid: int,
     timeout: float = 10.0,
 ) -> XServer:
-    """Start Xvfb as the leader of a new process group and wait until it accepts clients."""
+    """Start Xvfb as the leader of a new process group and wait until it accepts clients.
+
+    The server's cookie file and log stay in ``rundir``; the clients' cookie file goes to
+    ``client_dir``, which the unprivileged user can reach.
+    """
     cookie = secrets.token_hex(16)
     server_auth = rundir / "xserver.auth"
-    client_auth = rundir / "Xauthority"
+    client_auth = client_dir / "Xauthority"
     server_auth.touch(mode=0o600)
     # Xvfb loads every cookie in its file whatever display it names; the client file is
     # written once the real number is known.
