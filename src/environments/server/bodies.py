@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from typing import Any
 
 from aiohttp import web
 
-__all__ = ["bad_request", "expand_args", "expand_path", "json_body"]
+__all__ = ["bad_request", "command_argv", "expand_args", "expand_path", "json_body"]
 
 
 def bad_request(message: str) -> web.HTTPBadRequest:
@@ -37,3 +38,15 @@ def expand_path(path: str) -> str:
 def expand_args(command: list[object]) -> list[str]:
     """Arguments as strings, a leading `~/` expanded (OSWorld's rule for command lists)."""
     return [os.path.expanduser(a) if isinstance(a, str) and a.startswith("~/") else str(a) for a in command]
+
+
+def command_argv(command: Any, shell: bool) -> list[str]:
+    """OSWorld's rules: shlex-split a string unless `shell`, expand leading `~/`."""
+    if shell:
+        parts = [command] if isinstance(command, str) else list(command)
+        return ["/bin/sh", "-c", *map(str, parts)]
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if not isinstance(command, list) or not command:
+        raise ValueError("command must be a non-empty list or string")
+    return expand_args(command)

@@ -63,20 +63,10 @@ class WarmExecutor:
     async def _ensure(self) -> asyncio.subprocess.Process:
         if self._proc is not None and self._proc.returncode is None:
             return self._proc
-        kwargs: dict[str, object] = {}
-        if self._run_as is not None:
-            kwargs.update(self._run_as.popen_kwargs())
-        proc = await asyncio.create_subprocess_exec(
-            self._python, "-P", str(_CHILD),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            env=self._env,
-            cwd=self._cwd,
-            start_new_session=True,
-            limit=4 * 1024 * 1024,
-            **kwargs,  # type: ignore[arg-type]
-        )  # fmt: skip
+        try:
+            proc = await self._spawn()
+        except OSError as exc:
+            raise ExecutorError(f"action executor could not start {self._python}: {exc}") from exc
         if self._registry is not None:
             self._registry.add(proc.pid)
         try:
@@ -89,6 +79,19 @@ class WarmExecutor:
             raise ExecutorError(f"action executor could not import pyautogui: {hello.get('error')}")
         self._proc = proc
         return proc
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        argv = [self._python, "-P", str(_CHILD)]
+        return await asyncio.create_subprocess_exec(
+            *(self._run_as.wrap(argv) if self._run_as is not None else argv),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=self._env,
+            cwd=self._cwd,
+            start_new_session=True,
+            limit=4 * 1024 * 1024,
+        )  # fmt: skip
 
     async def run(self, code: str, *, timeout: float = 30.0) -> ExecResult:
         """Run one action; a timeout or a dead child gives a result, never an exception."""

@@ -37,8 +37,13 @@ class RunAs:
         uid = int(uid_text)
         return cls(uid=uid, gid=int(gid_text) if gid_text else uid)
 
-    def popen_kwargs(self) -> dict[str, object]:
-        return {"user": self.uid, "group": self.gid, "extra_groups": []}
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """`argv` run through setpriv as this identity, with no supplementary groups.
+
+        setpriv switches ids just before exec, so an interpreter whose path only root may
+        traverse still starts; every capability is gone once the program runs.
+        """
+        return ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--", *argv]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +161,8 @@ async def run_captured(
         "start_new_session": True,
         "pass_fds": tuple(pass_fds),
     }
-    if run_as is not None:
-        kwargs.update(run_as.popen_kwargs())
-    proc = await asyncio.create_subprocess_exec(*argv, **kwargs)  # type: ignore[arg-type]
+    command = run_as.wrap(argv) if run_as is not None else list(argv)
+    proc = await asyncio.create_subprocess_exec(*command, **kwargs)  # type: ignore[arg-type]
     if registry is not None:
         registry.add(proc.pid)
     out, err = _Capped(output_limit), _Capped(output_limit)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import shlex
 import shutil
 import time
 from pathlib import Path
 
 from aiohttp import web
 
-from environments.server.bodies import expand_args, expand_path, json_body
+from environments.server.bodies import command_argv, expand_path, json_body
 from environments.server.processes import run_captured
 from environments.server.state import STATE, ServerState
 
@@ -64,17 +63,12 @@ async def launch(request: web.Request) -> web.Response:
     data = await json_body(request)
     shell = bool(data.get("shell", False))
     command = data.get("command", "" if shell else [])
-    if isinstance(command, str) and not shell:
-        command = shlex.split(command)
-    if not shell:
-        command = expand_args(list(command))
     try:
-        if not command:
-            raise ValueError("command is empty")
-        state.launch(command, shell=shell)
+        argv = command_argv(command, shell)
+        state.launch(argv)
     except (OSError, ValueError) as exc:
         return web.json_response({"status": "error", "message": str(exc)}, status=500)
-    shown = command if shell else " ".join(command)
+    shown = command if shell else " ".join(argv)
     return web.Response(text=f"{shown} launched successfully")
 
 

@@ -19,25 +19,13 @@ from typing import Any
 from aiohttp import web
 
 from core.protocols import ExecResult
-from environments.server.bodies import bad_request, expand_args, expand_path, json_body
+from environments.server.bodies import bad_request, command_argv, expand_path, json_body
 from environments.server.processes import run_captured
 from environments.server.state import STATE, ServerState
 
 __all__ = ["routes"]
 
 routes = web.RouteTableDef()
-
-
-def _command_argv(command: Any, shell: bool) -> list[str]:
-    """OSWorld's rules: shlex-split a string unless `shell`, expand leading `~/`."""
-    if shell:
-        parts = [command] if isinstance(command, str) else list(command)
-        return ["/bin/sh", "-c", *map(str, parts)]
-    if isinstance(command, str):
-        command = shlex.split(command)
-    if not isinstance(command, list) or not command:
-        raise ValueError("command must be a non-empty list or string")
-    return expand_args(command)
 
 
 @routes.post("/execute")
@@ -48,7 +36,7 @@ async def execute(request: web.Request) -> web.Response:
     shell = bool(data.get("shell", False))
     timeout = float(data.get("timeout", state.config.execute_timeout))
     try:
-        argv = _command_argv(data.get("command", "" if shell else []), shell)
+        argv = command_argv(data.get("command", "" if shell else []), shell)
         done = await run_captured(
             argv, timeout=timeout, env=state.env, run_as=state.config.run_as, registry=state.registry
         )

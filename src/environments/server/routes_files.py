@@ -42,6 +42,18 @@ def _grant(state: ServerState, path: str) -> None:
         os.chown(path, state.config.run_as.uid, state.config.run_as.gid)
 
 
+def _make_parents(state: ServerState, folder: str) -> None:
+    """`mkdir -p`, each folder it creates granted to the desktop user."""
+    missing = []
+    current = os.path.abspath(folder)
+    while not os.path.isdir(current):
+        missing.append(current)
+        current = os.path.dirname(current)
+    for path in reversed(missing):
+        os.mkdir(path)
+        _grant(state, path)
+
+
 @routes.post("/setup/upload")
 async def upload(request: web.Request) -> web.Response:
     """Multipart `file_path` then `file_data`; written to a temporary name, then renamed."""
@@ -71,7 +83,7 @@ async def upload(request: web.Request) -> web.Response:
 
 async def _save(state: ServerState, part: BodyPartReader, file_path: str, limit: int) -> int:
     target_dir = os.path.dirname(file_path) or "."
-    os.makedirs(target_dir, exist_ok=True)
+    _make_parents(state, target_dir)
     fd, temp = tempfile.mkstemp(prefix=".upload-", dir=target_dir)
     size = 0
     try:

@@ -58,21 +58,17 @@ class ServerState:
             sandbox=sandbox,
         )
 
-    def launch(self, argv: Sequence[str] | str, *, shell: bool = False) -> int:
+    def launch(self, argv: Sequence[str]) -> int:
         """Start a program without waiting (own process group, killed when the server exits)."""
         self._launched = [p for p in self._launched if p.poll() is None]
-        kwargs: dict[str, object] = {}
-        if self.config.run_as is not None:
-            kwargs.update(self.config.run_as.popen_kwargs())
+        command = self.config.run_as.wrap(argv) if self.config.run_as is not None else list(argv)
         proc = subprocess.Popen(
-            argv,
-            shell=shell,
+            command,
             env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
-            **kwargs,  # type: ignore[arg-type]
         )
         self._launched.append(proc)
         self.registry.add(proc.pid)

@@ -71,12 +71,17 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def start_server(
-    display: Display, folder: Path, *args: str, token: str | None = "auto", env: dict[str, str] | None = None
+    display: Display,
+    folder: Path,
+    *args: str,
+    token: str | None = "auto",
+    env: dict[str, str] | None = None,
+    python: str = sys.executable,
 ) -> Server:
     """`python -m environments.server` on a free port; waits for the port file."""
     folder.mkdir(parents=True, exist_ok=True)
     port_file = folder / "port"
-    argv = [sys.executable, "-m", "environments.server", "--port", "0", "--port-file", str(port_file), *args]
+    argv = [python, "-m", "environments.server", "--port", "0", "--port-file", str(port_file), *args]
     if token == "auto":
         token = secrets.token_urlsafe(24)
     if token is not None:
@@ -135,9 +140,14 @@ def server_factory(display: Display, tmp_path: Path) -> Iterator[Callable[..., S
     started: list[Server] = []
 
     def make(
-        *args: str, token: str | None = "auto", env: dict[str, str] | None = None, on: Display | None = None
+        *args: str,
+        token: str | None = "auto",
+        env: dict[str, str] | None = None,
+        on: Display | None = None,
+        python: str = sys.executable,
     ) -> Server:
-        one = start_server(on or display, tmp_path / f"server{len(started)}", *args, token=token, env=env)
+        folder = tmp_path / f"server{len(started)}"
+        one = start_server(on or display, folder, *args, token=token, env=env, python=python)
         started.append(one)
         return one
 
