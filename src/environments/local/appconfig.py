@@ -9,12 +9,13 @@ terminal defaults. Nothing here asks the user a question on first start.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["BASE_DIRS", "BASE_FILES", "write_libreoffice_profile"]
+__all__ = ["BASE_DIRS", "BASE_FILES", "openbox_config", "write_libreoffice_profile"]
 
 BASE_DIRS = ("Desktop", "Documents", "Downloads", ".cache", ".local/share")
 
@@ -85,7 +86,6 @@ BASE_FILES: dict[str, str] = {
 }
 
 _LO_SETTINGS = {
-    ("/org.openoffice.Setup/Office", "ooSetupLastVersion"): ("string", "7.4"),
     ("/org.openoffice.Setup/Office", "FirstStartWizardCompleted"): ("boolean", "true"),
     ("/org.openoffice.Office.Common/Misc", "FirstRun"): ("boolean", "false"),
     ("/org.openoffice.Office.Common/Misc", "ShowTipOfTheDay"): ("boolean", "false"),
@@ -99,9 +99,40 @@ _LO_SETTINGS = {
 }
 
 
-def _xcu_items() -> str:
+_OPENBOX_APPS = """<applications>
+  <application type="normal"><maximized>yes</maximized><decor>yes</decor></application>
+</applications>"""
+
+
+def openbox_config(system_rc: Path = Path("/etc/xdg/openbox/rc.xml")) -> str:
+    """The system openbox configuration with normal windows opening maximized.
+
+    Agents see apps the way OSWorld's desktops show them (full screen), and small default
+    window sizes never hide the controls a task needs.
+    """
+    text = system_rc.read_text()
+    start, end = text.find("<applications>"), text.find("</applications>")
+    if start < 0 or end < 0:
+        return text
+    return text[:start] + _OPENBOX_APPS + text[end + len("</applications>") :]
+
+
+def _libreoffice_version(soffice: str) -> str | None:
+    """ "major.minor" of the installed LibreOffice: what its "what's new" bar compares."""
+    try:
+        out = subprocess.run([soffice, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r"(\d+)\.(\d+)\.\d+", out)
+    return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+def _xcu_items(version: str | None) -> str:
+    settings = dict(_LO_SETTINGS)
+    if version is not None:
+        settings[("/org.openoffice.Setup/Product", "ooSetupLastVersion")] = ("string", version)
     lines = []
-    for (path, name), (kind, value) in _LO_SETTINGS.items():
+    for (path, name), (kind, value) in settings.items():
         lines.append(
             f'<item oor:path="{path}"><prop oor:name="{name}" oor:op="fuse" oor:type="xs:{kind}">'
             f"<value>{value}</value></prop></item>"
@@ -118,6 +149,7 @@ def write_libreoffice_profile(home: Path) -> None:
     target = home / ".config/libreoffice/4"
     target.parent.mkdir(parents=True, exist_ok=True)
     soffice = shutil.which("soffice")
+    version = _libreoffice_version(soffice) if soffice is not None else None
     if soffice is not None:
         with tempfile.TemporaryDirectory(prefix="lo-profile-") as tmp:
             profile = Path(tmp) / "profile"
@@ -151,4 +183,4 @@ def write_libreoffice_profile(home: Path) -> None:
         end = text.rfind("</oor:items>")
         if start > 0 and end > start:
             body = text[start:end].strip("\n") + "\n"
-    xcu.write_text(header + body + _xcu_items() + "\n</oor:items>\n")
+    xcu.write_text(header + body + _xcu_items(version) + "\n</oor:items>\n")

@@ -138,9 +138,7 @@ class LocalDesktop:
             self._procs = _Procs(xvfb=xs.proc)
             self._display, self._xauthority = xs.display, str(xs.xauthority)
             self._start_dbus()
-            self._procs.infra["wm"] = self._spawn_app(
-                ["openbox", "--config-file", "/etc/xdg/openbox/rc.xml"], "openbox"
-            )
+            self._procs.infra["wm"] = self._spawn_app(["openbox"], "openbox")
             wait_for_wm(self.app_env())
             if cfg.server:
                 self._start_server()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from core.protocols import EnvError
 
-from .appconfig import BASE_DIRS, BASE_FILES, write_libreoffice_profile
+from .appconfig import BASE_DIRS, BASE_FILES, openbox_config, write_libreoffice_profile
 
 __all__ = [
     "SNAPSHOTS",
@@ -31,7 +31,7 @@ __all__ = [
     "snapshot_spec",
 ]
 
-_FORMAT = 1
+_FORMAT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +75,17 @@ SNAPSHOTS: dict[str, SnapshotSpec] = {
         files={"Documents/notes.txt": ""},
         launch=(AppLaunch(("mousepad", "--disable-server", "~/Documents/notes.txt"), window="notes.txt"),),
     ),
+    "terminal": SnapshotSpec(
+        name="terminal", launch=(AppLaunch(("xterm", "-T", "Terminal"), window="Terminal"),)
+    ),
+    "calc": SnapshotSpec(
+        name="calc",
+        launch=(AppLaunch(("soffice", "--calc", "--norestore"), window="LibreOffice Calc"),),
+    ),
+    "writer": SnapshotSpec(
+        name="writer",
+        launch=(AppLaunch(("soffice", "--writer", "--norestore"), window="LibreOffice Writer"),),
+    ),
 }
 
 
@@ -110,6 +121,9 @@ def ensure_template(spec: SnapshotSpec, root: Path, *, uid: int, gid: int) -> Pa
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         write_libreoffice_profile(home)
+        rc = home / ".config/openbox/rc.xml"
+        rc.parent.mkdir(parents=True, exist_ok=True)
+        rc.write_text(openbox_config())
         (scratch / "snapshot.json").write_text(
             json.dumps({"name": spec.name, "digest": spec.digest(), "uid": uid}, indent=2)
         )

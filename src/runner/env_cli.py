@@ -1,0 +1,195 @@
+"""`agent-s3 env`: start, list, photograph and stop local desktops from a shell.
+
+`up` hands the desktops to a detached host process (they outlive the command) and waits
+until they are ready; `down` asks the hosts to stop them and checks no process is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from environments.local import default_base_dir
+from environments.local.host import host_records, hosts_dir, request_stop
+from environments.local.procs import alive, marked_processes
+from environments.local.snapshot import SNAPSHOTS
+from environments.local.watchdog import reap_pool
+from environments.osworld import OSWorldClient
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Local virtual desktops: up, ls, screenshot, down.", no_args_is_help=True)
+
+BaseDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--base-dir",
+        help="Where desktops keep their state (default $AGENT_S3_ENV_DIR or /tmp/agent-s3/envs).",
+    ),
+]
+
+
+def _base(base_dir: Path | None) -> Path:
+    return base_dir if base_dir is not None else default_base_dir()
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=1)
+
+
+def _desktops(base: Path) -> list[tuple[dict[str, object], dict[str, object]]]:
+    """(host record, desktop) pairs of every live host."""
+    return [(rec, d) for rec in host_records(base) for d in rec["desktops"]]  # type: ignore[union-attr]
+
+
+def _health(desktop: dict[str, object]) -> str:
+    if not alive(int(desktop["pid"])):  # type: ignore[arg-type]
+        return "dead: X server gone"
+    port = desktop.get("port")
+    if port is None:
+        return "ok (no server)"
+    try:
+        with socket.create_connection(("127.0.0.1", int(port)), timeout=1.0):  # type: ignore[arg-type]
+            return "ok"
+    except OSError:
+        return "dead: server not answering"
+
+
+@app.command()
+def up(
+    n: Annotated[int, typer.Option("-n", "--count", min=1, help="How many desktops to start.")] = 1,
+    snapshot: Annotated[str, typer.Option(help=f"Snapshot to start from: {', '.join(SNAPSHOTS)}.")] = "blank",
+    base_dir: BaseDir = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the desktops.")] = 120.0,
+) -> None:
+    """Start N desktops that keep running after this command returns."""
+    if snapshot not in SNAPSHOTS:
+        raise _fail(f"unknown snapshot {snapshot!r}; use one of: {', '.join(SNAPSHOTS)}")
+    base = _base(base_dir)
+    folder = hosts_dir(base)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / f"host-{os.getpid()}-{time.monotonic_ns()}.log"
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    with log.open("wb") as out:
+        host = subprocess.Popen(
+            [sys.executable, "-m", "environments.local.host", "--base-dir", str(base), "--count", str(n),
+             "--snapshot", snapshot],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, start_new_session=True,
+        )  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        mine = [r for r in host_records(base) if r["host_pid"] == host.pid]
+        if mine:
+            log.unlink(missing_ok=True)
+            for d in mine[0]["desktops"]:  # type: ignore[union-attr]
+                typer.echo(f"{d['name']}\tdisplay {d['display']}\tport {d['port']}")
+            return
+        if host.poll() is not None:
+            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            raise _fail(f"desktops did not start: {tail[0]} (log: {log})")
+        time.sleep(0.1)
+    host.terminate()
+    raise _fail(f"desktops did not start within {timeout:g} s; see {log}")
+
+
+@app.command("ls")
+def list_desktops(base_dir: BaseDir = None) -> None:
+    """Show every running desktop: name, display, port, X server pid, health."""
+    rows = _desktops(_base(base_dir))
+    if not rows:
+        typer.echo("no desktops running; start some with `agent-s3 env up -n 2`")
+        return
+    typer.echo("NAME\tDISPLAY\tPORT\tPID\tHEALTH")
+    for _, d in rows:
+        typer.echo(f"{d['name']}\t{d['display']}\t{d['port']}\t{d['pid']}\t{_health(d)}")
+
+
+@app.command()
+def screenshot(
+    name: Annotated[str, typer.Argument(help="Desktop name, as shown by `env ls`.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="PNG file to write.")],
+    base_dir: BaseDir = None,
+) -> None:
+    """Save a PNG of a desktop's screen (through its controller server)."""
+    found = [d for _, d in _desktops(_base(base_dir)) if d["name"] == name]
+    if not found:
+        raise _fail(f"no running desktop named {name!r}; see `agent-s3 env ls`")
+    desktop = found[0]
+    if desktop.get("port") is None or desktop.get("token_file") is None:
+        raise _fail(f"desktop {name} runs no controller server")
+    token = Path(str(desktop["token_file"])).read_text().strip()
+
+    async def grab() -> bytes:
+        async with OSWorldClient(f"http://127.0.0.1:{desktop['port']}", token=token) as client:
+            return await client.screenshot()
+
+    try:
+        data = asyncio.run(grab())
+    except Exception as exc:
+        raise _fail(f"could not take a screenshot of {name}: {exc}") from None
+    output.write_bytes(data)
+    typer.echo(f"{output} ({len(data)} bytes)")
+
+
+@app.command()
+def down(
+    name: Annotated[str | None, typer.Argument(help="Desktop to stop.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Stop every desktop.")] = False,
+    base_dir: BaseDir = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait before killing outright.")] = 20.0,
+) -> None:
+    """Stop one desktop (NAME) or all of them (--all), leaving no process behind."""
+    if (name is None) == (not all_):
+        raise _fail("name one desktop or pass --all")
+    base = _base(base_dir)
+    records = host_records(base)
+    if all_:
+        targets = [(rec, None) for rec in records]
+    else:
+        owners = [rec for rec in records if any(d["name"] == name for d in rec["desktops"])]  # type: ignore[union-attr]
+        if not owners:
+            raise _fail(f"no running desktop named {name!r}; see `agent-s3 env ls`")
+        targets = [(owners[0], name)]
+    for rec, one in targets:
+        _stop(base, rec, one, timeout)
+        typer.echo(f"stopped {one or 'all desktops of pool ' + str(rec['pool'])}")
+
+
+def _stop(base: Path, rec: dict[str, object], name: str | None, timeout: float) -> None:
+    pool, pid = str(rec["pool"]), int(rec["host_pid"])  # type: ignore[call-overload]
+    desktops = [d for d in rec["desktops"] if name is None or d["name"] == name]  # type: ignore[union-attr]
+    if name is not None and len(rec["desktops"]) > 1:  # type: ignore[arg-type]
+        request_stop(base, pool, name)
+        markers = {str(d["marker"]) for d in desktops}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            listed = any(d["name"] == name for r in host_records(base) for d in r["desktops"])  # type: ignore[union-attr]
+            if not listed and not any(marked_processes(desktop=m) for m in markers):
+                return
+            time.sleep(0.1)
+        for m in markers:
+            for proc in marked_processes(desktop=m):
+                os.kill(proc.pid, signal.SIGKILL)
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.1)
+    if alive(pid):
+        os.kill(pid, signal.SIGKILL)
+    reap_pool(pool, base / "desktops")
+    Path(str(rec.get("state_file", ""))).unlink(missing_ok=True)
