@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
+import shutil
 import signal
 import time
 from collections.abc import Mapping, Sequence
@@ -161,7 +163,13 @@ async def run_captured(
         "start_new_session": True,
         "pass_fds": tuple(pass_fds),
     }
-    command = run_as.wrap(argv) if run_as is not None else list(argv)
+    command = list(argv)
+    if run_as is not None:
+        path = (env or os.environ).get("PATH", os.defpath)
+        if shutil.which(command[0], path=path) is None:
+            # The same error a direct exec gives, rather than setpriv's exit code 127.
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", command[0])
+        command = run_as.wrap(command)
     proc = await asyncio.create_subprocess_exec(*command, **kwargs)  # type: ignore[arg-type]
     if registry is not None:
         registry.add(proc.pid)

@@ -115,7 +115,9 @@ async def test_children_and_uploads_belong_to_the_run_as_user(
         python = await client.run_python("import os; print(os.getuid())", timeout=10)
         await client.upload(str(target), b"data")
         pointer = await client.cursor_position()
+        missing = await client.execute(["no-such-program-xyz"])
     assert [execute.stdout, action.stdout, bash.stdout, python.stdout] == [f"{NOBODY}\n"] * 4, action
     assert pointer == (10, 20)
+    assert missing.status == "error" and missing.returncode == -1 and "No such file" in missing.stderr
     for path in (target, target.parent, target.parent.parent):
         assert path.stat().st_uid == NOBODY, path

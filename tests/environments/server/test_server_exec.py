@@ -33,6 +33,15 @@ async def _gone(find: Callable[[str], list[int]], marker: str, within: float = 3
     return await _eventually(lambda: not find(marker), within)
 
 
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper counts as dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def _parent(pid: int) -> int:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -145,7 +154,7 @@ async def test_server_exit_kills_launched_apps(
     own.proc.send_signal(signal.SIGTERM)
     await asyncio.to_thread(own.proc.wait, 10)
     assert await _gone(find_processes, "sleep 300.22")
-    assert await _eventually(lambda: not Path(f"/proc/{executor[0]}").exists())
+    assert await _eventually(lambda: not _alive(executor[0]))
 
 
 async def test_a_lost_execute_reply_is_never_repeated(proxy: Any, server: Any, tmp_path: Path) -> None:
@@ -199,3 +208,16 @@ async def test_desktop_falls_back_to_execute_without_the_warm_executor(proxy: An
     finally:
         await desktop.close()
         await warm.close()
+
+
+async def test_executor_dies_with_a_killed_server(
+    server_factory: Callable[..., Any], find_processes: Callable[[str], list[int]]
+) -> None:
+    own = server_factory()
+    async with own.client() as client:
+        assert (await client.action("print('warm')")).ok
+    executor = [pid for pid in find_processes("executor_child.py") if _parent(pid) == own.proc.pid]
+    assert len(executor) == 1
+    own.proc.send_signal(signal.SIGKILL)
+    await asyncio.to_thread(own.proc.wait, 10)
+    assert await _eventually(lambda: not _alive(executor[0]))
