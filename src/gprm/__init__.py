@@ -1,4 +1,65 @@
 """GUI-PRA step guide: scores K candidate actions with dynamic memory and UI perception
-tools and picks the best; also the standard-PRM baseline.
+tools and picks the best; also the standard-PRM baseline. A function of data and a chat
+model: candidates and history arrive as plain data, the choice leaves with its record."""
 
-Empty until the guide lands."""
+from gprm.candidates import PAPER_SEEDS, CandidateBatch, candidate_configs, propose_candidates
+from gprm.elements import ParsedScreen, UIElement, draw_marks, draw_star
+from gprm.guide import GUIDES, GuiPra, StandardPrm, StepGuide, make_guide, pick
+from gprm.history import Candidate, HistoryStep, action_text
+from gprm.memory import CondensedHistory, DynamicMemory, validate_retrieval
+from gprm.ocr import RapidOcrEngine, TesseractEngine, make_ocr
+from gprm.pointing import PointAnswer, parse_point, text_match
+from gprm.records import CandidateScore, GuideDecision, GuideRecord, MemoryRecord, RoutingRecord, ToolUse
+from gprm.replies import ReplyError, parse_list, parse_score
+from gprm.routing import Router, RoutingResult
+from gprm.scoring import ScoreContext, Scorer
+from gprm.tools import Perception
+from gprm.uiparser import LocalUIParser, OmniParserClient, ParserError, UIParser, make_parser
+
+__all__ = [
+    "GUIDES",
+    "PAPER_SEEDS",
+    "Candidate",
+    "CandidateBatch",
+    "CandidateScore",
+    "CondensedHistory",
+    "DynamicMemory",
+    "GuiPra",
+    "GuideDecision",
+    "GuideRecord",
+    "HistoryStep",
+    "LocalUIParser",
+    "MemoryRecord",
+    "OmniParserClient",
+    "ParsedScreen",
+    "ParserError",
+    "Perception",
+    "PointAnswer",
+    "RapidOcrEngine",
+    "ReplyError",
+    "Router",
+    "RoutingRecord",
+    "RoutingResult",
+    "ScoreContext",
+    "Scorer",
+    "StandardPrm",
+    "StepGuide",
+    "TesseractEngine",
+    "ToolUse",
+    "UIElement",
+    "UIParser",
+    "action_text",
+    "candidate_configs",
+    "draw_marks",
+    "draw_star",
+    "make_guide",
+    "make_ocr",
+    "make_parser",
+    "parse_list",
+    "parse_point",
+    "parse_score",
+    "pick",
+    "propose_candidates",
+    "text_match",
+    "validate_retrieval",
+]

@@ -1,0 +1,130 @@
+"""Non-text controls found by their outlines (edges → contours → boxes), and the merge of
+those boxes with OCR phrases into one element list.
+
+A box that tightly holds one phrase is a labelled control (a button); a box with no text
+is an unlabelled icon; text outside any control stays plain text. This stands in for
+OmniParser's detector without model weights: it finds what has a visible outline or
+contrasting fill, which on desktop toolkits is most buttons, fields, tabs and icons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from gprm.elements import UIElement
+from gprm.ocr import Word
+
+__all__ = ["ControlOptions", "detect_controls", "merge_elements"]
+
+Box = tuple[int, int, int, int]
+
+#: The dilated outline of a word reaches this many pixels past its OCR box.
+GLYPH_PAD = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ControlOptions:
+    """Size limits of a control, in pixels and fractions of the screen."""
+
+    min_side: int = 10
+    min_area: int = 160
+    max_width_frac: float = 0.5
+    max_height_frac: float = 0.25
+    max_aspect: float = 15.0
+    #: Boxes overlapping a kept one by more than this IoU are duplicates.
+    dedupe_iou: float = 0.6
+    max_controls: int = 200
+    #: A control may be this many times the area of the phrase it labels.
+    label_area_ratio: float = 8.0
+
+
+def _area(b: Box) -> int:
+    return max(0, b[2] - b[0]) * max(0, b[3] - b[1])
+
+
+def _intersection(a: Box, b: Box) -> int:
+    return _area((max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])))
+
+
+def _iou(a: Box, b: Box) -> float:
+    inter = _intersection(a, b)
+    union = _area(a) + _area(b) - inter
+    return inter / union if union else 0.0
+
+
+def _is_glyphs(box: Box, text: Box) -> bool:
+    """Letters of a phrase, not a control around it: the box overlaps the phrase a lot
+    without holding it whole."""
+    inter = _intersection(box, text)
+    if inter < 0.3 * _area(box):
+        return False
+    holds_text = inter >= 0.8 * _area(text)
+    pad = GLYPH_PAD
+    hugs_text = (box[0] >= text[0] - pad and box[1] >= text[1] - pad
+                 and box[2] <= text[2] + pad and box[3] <= text[3] + pad)
+    return not holds_text or hugs_text
+
+
+def detect_controls(img: Image.Image, text_boxes: list[Box], options: ControlOptions | None = None) -> list[Box]:
+    """Boxes of outlined or filled regions that are not glyphs of the given text."""
+    opts = options or ControlOptions()
+    gray = cv2.cvtColor(np.asarray(img.convert("RGB")), cv2.COLOR_RGB2GRAY)
+    edges = cv2.Canny(gray, 40, 120)
+    edges = cv2.dilate(edges, np.ones((3, 3), np.uint8), iterations=1)
+    contours, _ = cv2.findContours(edges, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
+    height, width = gray.shape
+    candidates: list[Box] = []
+    for contour in contours:
+        x, y, w, h = cv2.boundingRect(contour)
+        if w < opts.min_side or h < opts.min_side or w * h < opts.min_area:
+            continue
+        if w > opts.max_width_frac * width or h > opts.max_height_frac * height:
+            continue
+        if max(w, h) / min(w, h) > opts.max_aspect:
+            continue
+        box = (x, y, x + w, y + h)
+        if any(_is_glyphs(box, t) for t in text_boxes):
+            continue
+        candidates.append(box)
+    candidates.sort(key=_area)
+    kept: list[Box] = []
+    for box in candidates:
+        if all(_iou(box, k) <= opts.dedupe_iou for k in kept):
+            kept.append(box)
+        if len(kept) >= opts.max_controls:
+            break
+    return sorted(kept, key=lambda b: (b[1], b[0]))
+
+
+def merge_elements(phrases: list[Word], controls: list[Box], options: ControlOptions | None = None,
+                   *, source: str = "ocr") -> list[UIElement]:
+    """Elements in reading order: labelled controls, unlabelled icons and plain text."""
+    opts = options or ControlOptions()
+    labelled: dict[int, list[Word]] = {}
+    free: list[Word] = []
+    for word in phrases:
+        owner = None
+        for i, box in enumerate(controls):
+            inside = _intersection(word.box, box) >= 0.8 * _area(word.box)
+            if inside and _area(box) <= opts.label_area_ratio * max(_area(word.box), 1):
+                if owner is None or _area(box) < _area(controls[owner]):
+                    owner = i
+        if owner is None:
+            free.append(word)
+        else:
+            labelled.setdefault(owner, []).append(word)
+    raw: list[tuple[str, Box, str, bool, str]] = []
+    for i, box in enumerate(controls):
+        words = labelled.get(i, [])
+        text = " ".join(w.text for w in sorted(words, key=lambda w: (w.box[1], w.box[0])))
+        raw.append(("icon", box, text, True, f"contour+{source}" if words else "contour"))
+    raw += [("text", w.box, w.text, False, source) for w in free]
+    raw.sort(key=lambda r: (r[1][1], r[1][0]))
+    return [
+        UIElement(id=i, type=kind, box=box, content=content, interactivity=interactive, source=src)  # type: ignore[arg-type]
+        for i, (kind, box, content, interactive, src) in enumerate(raw)
+    ]

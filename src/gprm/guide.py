@@ -1,0 +1,146 @@
+"""The step guides: GUI-PRA (dynamic memory, adaptive UI perception, rubric scoring with the
+previous step's pick in context) and the standard PRM baseline (the full raw history, no
+tools, no memory). Both score every candidate concurrently and return the argmax, ties
+going to the policy's earlier candidate. One guide serves one rollout: GUI-PRA carries its
+summary and the previous pick from step to step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from core.llm import ChatModel
+from gprm.history import Candidate, HistoryStep, history_lines
+from gprm.memory import DynamicMemory
+from gprm.ocr import OcrBackend
+from gprm.records import CandidateScore, GuideDecision, GuideRecord
+from gprm.routing import Router
+from gprm.scoring import ScoreContext, Scorer
+from gprm.tools import Perception, PointMode
+from gprm.uiparser import UIParser, make_parser
+
+__all__ = ["GUIDES", "GuiPra", "StandardPrm", "StepGuide", "make_guide", "pick"]
+
+
+class StepGuide(Protocol):
+    name: str
+
+    async def choose(self, goal: str, screenshot: bytes, history: list[HistoryStep],
+                     candidates: list[Candidate]) -> GuideDecision: ...
+
+    def reset(self) -> None: ...
+
+
+def pick(scores: list[CandidateScore]) -> tuple[int, bool]:
+    """(index, fallback): the highest score, the earliest on ties; the first candidate when
+    none was scored."""
+    best: int | None = None
+    for i, s in enumerate(scores):
+        if s.score is not None and (best is None or s.score > (scores[best].score or 0.0)):
+            best = i
+    return (0, True) if best is None else (best, False)
+
+
+def _check(candidates: list[Candidate]) -> None:
+    if not candidates:
+        raise ValueError("the guide needs at least one candidate")
+
+
+class GuiPra:
+    """GUI-PRA. `parser` is a UI parser, "local", "omniparser" (with `parser_url`) or None
+    (no parser tool); `pointer` is a pointing model for the Point tool (without one it points
+    by matching text the parser read)."""
+
+    name = "gprm"
+
+    def __init__(self, model: ChatModel, *, parser: UIParser | str | None = "local", ocr: OcrBackend | None = None,
+                 parser_url: str | None = None, pointer: ChatModel | None = None, point_mode: PointMode = "auto",
+                 memory: bool = True, memory_threshold: int = 5, fallback_recent: int = 3, tools: bool = True,
+                 max_tool_calls: int = 2, max_reasks: int = 1, image_side: int | None = 1280) -> None:
+        self.model = model
+        if isinstance(parser, str):
+            parser = make_parser(parser, ocr=ocr, url=parser_url) if parser == "omniparser" else make_parser(parser, ocr=ocr)
+        self.parser = parser
+        self.pointer = pointer
+        self.point_mode: PointMode = point_mode
+        self.use_memory = memory
+        self.memory_threshold, self.fallback_recent = memory_threshold, fallback_recent
+        self.memory = DynamicMemory(model, threshold=memory_threshold, fallback_recent=fallback_recent)
+        self.tools = tools
+        self.router = Router(model, max_calls=max_tool_calls, image_side=image_side)
+        self.scorer = Scorer(model, prompt="score", max_reasks=max_reasks, image_side=image_side)
+        self.image_side = image_side
+        self.previous: dict[str, Any] | None = None
+
+    def reset(self) -> None:
+        self.memory = DynamicMemory(self.model, threshold=self.memory_threshold, fallback_recent=self.fallback_recent)
+        self.previous = None
+
+    async def choose(self, goal: str, screenshot: bytes, history: list[HistoryStep],
+                     candidates: list[Candidate]) -> GuideDecision:
+        _check(candidates)
+        started = time.perf_counter()
+        memory_record = None
+        if self.use_memory:
+            condensed = await self.memory.condense(goal, history, screenshot)
+            summary, recent, memory_record = condensed.summary, condensed.lines(), condensed.record
+        else:
+            summary, recent = None, history_lines(history)
+        routing_record, images = None, {}
+        perception = Perception(screenshot, parser=self.parser, pointer=self.pointer, point_mode=self.point_mode,
+                                image_side=self.image_side)
+        if self.tools and self.router.max_calls > 0 and perception.available():
+            context = "\n".join(([f"Earlier work (summary): {summary}"] if summary else []) + recent)
+            routed = await self.router.gather(goal, context, candidates, perception)
+            routing_record, images = routed.record, routed.images
+        evidence = [f"{use.name}: {use.evidence}" for use in (routing_record.tools if routing_record else [])]
+        labels = {"ui_parser": "the UI parser's numbered elements", "point": "the point tool's star"}
+        ctx = ScoreContext(goal=goal, screenshot=screenshot, recent=recent, summary=summary, evidence=evidence,
+                           images=[(labels.get(k, k), png) for k, png in images.items() if png],
+                           previous=self.previous)
+        scores = list(await asyncio.gather(*(self.scorer.score(i, c, ctx) for i, c in enumerate(candidates))))
+        index, fallback = pick(scores)
+        record = GuideRecord(guide=self.name, chosen=index, chosen_score=scores[index].score, fallback=fallback,
+                             candidates=scores, memory=memory_record, routing=routing_record,
+                             previous=self.previous, seconds=time.perf_counter() - started)
+        score = scores[index].score
+        self.previous = {"action": candidates[index].action, "score": "none" if score is None else f"{score:g}/10"}
+        return GuideDecision(index, candidates[index], record, images)
+
+
+class StandardPrm:
+    """The baseline: each candidate scored against the full raw history and the screenshot."""
+
+    name = "prm"
+
+    def __init__(self, model: ChatModel, *, max_reasks: int = 1, image_side: int | None = 1280) -> None:
+        self.scorer = Scorer(model, prompt="prm", max_reasks=max_reasks, image_side=image_side)
+
+    def reset(self) -> None:
+        """Stateless between steps."""
+
+    async def choose(self, goal: str, screenshot: bytes, history: list[HistoryStep],
+                     candidates: list[Candidate]) -> GuideDecision:
+        _check(candidates)
+        started = time.perf_counter()
+        ctx = ScoreContext(goal=goal, screenshot=screenshot, recent=history_lines(history))
+        scores = list(await asyncio.gather(*(self.scorer.score(i, c, ctx) for i, c in enumerate(candidates))))
+        index, fallback = pick(scores)
+        record = GuideRecord(guide=self.name, chosen=index, chosen_score=scores[index].score, fallback=fallback,
+                             candidates=scores, seconds=time.perf_counter() - started)
+        return GuideDecision(index, candidates[index], record)
+
+
+GUIDES: dict[str, Callable[..., StepGuide]] = {"gprm": GuiPra, "prm": StandardPrm}
+
+
+def make_guide(name: str, model: ChatModel, **options: Any) -> StepGuide:
+    """The guide called `name` ("gprm" or "prm") over `model`, with its options."""
+    try:
+        factory = GUIDES[name]
+    except KeyError:
+        raise ValueError(f"unknown guide {name!r}; use one of: {', '.join(GUIDES)}") from None
+    return factory(model, **options)

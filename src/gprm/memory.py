@@ -1,0 +1,113 @@
+"""Dynamic memory: past a threshold, keep the recent relevant steps verbatim and fold the
+earlier ones into a one-sentence summary, so the scorer is not lost in a long history.
+
+Retrieval asks the model for the history list with the irrelevant steps blanked. Only a
+contiguous run ending at the last step may survive; any other answer (wrong length, a gap,
+nothing kept, unreadable) is rejected and the last `fallback_recent` steps are kept
+instead. The summary is progressive: it is carried between steps and only the steps newly
+pushed out of the recent window are folded into it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, TextPart
+from gprm.history import HistoryStep, history_lines
+from gprm.prompts import render
+from gprm.records import MemoryRecord
+from gprm.replies import ReplyError, parse_list
+
+__all__ = ["CondensedHistory", "DynamicMemory", "validate_retrieval"]
+
+MODULE = "prm"
+
+
+def validate_retrieval(reply: list[object], n: int) -> int:
+    """How many trailing steps a retrieval answer keeps; raises `ReplyError` unless the kept
+    entries are a non-empty contiguous suffix of a list of length `n`."""
+    if len(reply) != n:
+        raise ReplyError(f"the list has {len(reply)} entries, not {n}")
+    kept = [isinstance(x, str) and x.strip() != "" for x in reply]
+    if any(not isinstance(x, str) for x in reply):
+        raise ReplyError("every entry must be a string")
+    if not any(kept):
+        raise ReplyError("no step was kept")
+    first = kept.index(True)
+    if not all(kept[first:]):
+        raise ReplyError("the kept steps are not one run ending at the last step")
+    return n - first
+
+
+@dataclass(slots=True)
+class CondensedHistory:
+    """H′: the summary of early steps and the recent steps, with their numbers."""
+
+    summary: str | None
+    recent: list[HistoryStep]
+    first_recent: int
+    record: MemoryRecord
+
+    def lines(self) -> list[str]:
+        return history_lines(self.recent, start=self.first_recent)
+
+
+@dataclass
+class DynamicMemory:
+    """Per-rollout memory; `condense` is called once per guided step."""
+
+    model: ChatModel
+    threshold: int = 5
+    fallback_recent: int = 3
+    attach_screenshot: bool = True
+    config: GenerateConfig = field(default_factory=lambda: GenerateConfig(temperature=0.0))
+    _summary: str | None = None
+    _summarised: int = 0
+
+    async def condense(self, goal: str, history: list[HistoryStep], screenshot: bytes | None = None) -> CondensedHistory:
+        n = len(history)
+        if n <= self.threshold:
+            record = MemoryRecord(triggered=False, steps=n, kept=list(range(1, n + 1)))
+            return CondensedHistory(None, list(history), 1, record)
+        calls = 1
+        lines = history_lines(history)
+        problem: str | None = None
+        try:
+            reply = await self.model.generate(self._retrieval_messages(goal, lines, screenshot),
+                                              module=MODULE, config=self.config)
+            keep = validate_retrieval(parse_list(reply.text), n)
+            how = "model"
+        except ReplyError as e:
+            keep, how, problem = min(self.fallback_recent, n), "fallback", str(e)
+        early = n - keep
+        if early == 0:
+            summary = None
+        elif early == self._summarised and self._summary:
+            summary = self._summary
+        else:
+            base = self._summary if early > self._summarised else None
+            start = self._summarised if base else 0
+            summary = await self._summarise(goal, base, lines[start:early])
+            calls += 1
+            self._summary, self._summarised = summary, early
+        record = MemoryRecord(triggered=True, steps=n, kept=list(range(early + 1, n + 1)), retrieval=how,
+                              retrieval_problem=problem, summary=summary,
+                              summarised_upto=early if summary else 0, calls=calls)
+        return CondensedHistory(summary, list(history[early:]), early + 1, record)
+
+    def _retrieval_messages(self, goal: str, lines: list[str], screenshot: bytes | None) -> list[ChatMessage]:
+        text = render("memory_retrieve_user", goal=goal, steps=lines, steps_json=json.dumps(lines, ensure_ascii=False))
+        parts: list[TextPart | ImagePart] = [TextPart(text=text)]
+        if screenshot and self.attach_screenshot:
+            parts.append(ImagePart(data=screenshot))
+        return [ChatMessage(role="system", content=render("memory_retrieve_system")),
+                ChatMessage(role="user", content=list(parts))]
+
+    async def _summarise(self, goal: str, previous: str | None, lines: list[str]) -> str:
+        messages = [ChatMessage(role="system", content=render("memory_summary_system")),
+                    ChatMessage(role="user", content=render("memory_summary_user", goal=goal,
+                                                            previous_summary=previous, lines=lines))]
+        reply = await self.model.generate(messages, module=MODULE, config=self.config)
+        sentence = " ".join(reply.text.split())
+        return sentence[:1000] if sentence else (previous or "")

@@ -1,0 +1,193 @@
+"""Local OCR for the UI parser: RapidOCR (ONNX models inside its wheel) or the tesseract CLI.
+
+Both answer words with pixel boxes; `phrases` joins the words of one line into phrases,
+splitting where the gap is wider than a space would be, so a menu bar becomes one element
+per menu while a sentence stays whole. Both engines are blocking; callers run them in a
+thread.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass
+from statistics import median
+from typing import Any, Literal, Protocol
+
+import numpy as np
+from PIL import Image
+
+__all__ = [
+    "OcrBackend",
+    "OcrEngine",
+    "OcrUnavailableError",
+    "RapidOcrEngine",
+    "TesseractEngine",
+    "Word",
+    "make_ocr",
+    "parse_tesseract_tsv",
+    "phrases",
+]
+
+OcrBackend = Literal["rapidocr", "tesseract"]
+
+#: A gap wider than this many median character widths starts a new phrase.
+PHRASE_GAP_CHARS = 1.6
+
+
+class OcrUnavailableError(RuntimeError):
+    """The chosen OCR backend is not installed; the message says what to install."""
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word and its box [left, top, right, bottom) in pixels; `line` groups a line's words."""
+
+    text: str
+    box: tuple[int, int, int, int]
+    line: int
+    score: float = 1.0
+
+
+class OcrEngine(Protocol):
+    name: str
+
+    def words(self, img: Image.Image) -> list[Word]: ...
+
+
+class RapidOcrEngine:
+    """RapidOCR 3.x with the angle classifier off (screen text is upright) and word boxes on."""
+
+    name = "rapidocr"
+
+    def __init__(self, *, min_score: float = 0.5, threads: int | None = None) -> None:
+        try:
+            from rapidocr import RapidOCR
+        except ImportError as e:
+            raise OcrUnavailableError(
+                "rapidocr is not installed: pip install 'rapidocr>=3,<4' onnxruntime, or use ocr='tesseract'"
+            ) from e
+        params: dict[str, Any] = {
+            "Global.use_cls": False,
+            "Global.return_word_box": True,
+            "Global.text_score": min_score,
+            "Global.log_level": "error",
+        }
+        if threads:
+            params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
+        self._engine = RapidOCR(params=params)
+        self._lock = threading.Lock()
+
+    def words(self, img: Image.Image) -> list[Word]:
+        array = np.asarray(img.convert("RGB"))[:, :, ::-1]  # RapidOCR reads arrays as BGR
+        with self._lock:
+            result = self._engine(np.ascontiguousarray(array))
+        out: list[Word] = []
+        for line_no, line in enumerate(result.word_results or ()):
+            for text, score, quad in line:
+                if not str(text).strip():
+                    continue
+                xs = [p[0] for p in quad]
+                ys = [p[1] for p in quad]
+                box = (int(min(xs)), int(min(ys)), round(max(xs)), round(max(ys)))
+                out.append(Word(str(text).strip(), box, line_no, float(score)))
+        return out
+
+
+def parse_tesseract_tsv(tsv: str, *, min_conf: float = 30.0) -> list[Word]:
+    """Word rows (level 5) of tesseract's TSV; a line is (block, paragraph, line)."""
+    words: list[Word] = []
+    lines: dict[tuple[int, int, int], int] = {}
+    for row in tsv.splitlines()[1:]:
+        cols = row.split("\t")
+        if len(cols) < 12 or cols[0] != "5" or not cols[11].strip():
+            continue
+        try:
+            left, top, width, height = (int(c) for c in cols[6:10])
+            key = (int(cols[2]), int(cols[3]), int(cols[4]))
+            conf = float(cols[10])
+        except ValueError:
+            continue
+        if conf < min_conf:
+            continue
+        line = lines.setdefault(key, len(lines))
+        words.append(Word(cols[11].strip(), (left, top, left + width, top + height), line, conf / 100))
+    return words
+
+
+class TesseractEngine:
+    """The tesseract CLI on a grayscale image; `--psm 6` reads editor text best here."""
+
+    name = "tesseract"
+
+    def __init__(self, *, psm: int = 6, lang: str = "eng", min_conf: float = 30.0,
+                 binary: str = "tesseract", timeout: float = 60.0) -> None:
+        path = shutil.which(binary)
+        if path is None:
+            raise OcrUnavailableError("tesseract is not installed: apt-get install tesseract-ocr, or use ocr='rapidocr'")
+        self.binary = path
+        self.psm, self.lang, self.min_conf, self.timeout = psm, lang, min_conf, timeout
+
+    def words(self, img: Image.Image) -> list[Word]:
+        import io
+
+        buf = io.BytesIO()
+        img.convert("L").save(buf, format="PNG", compress_level=1)
+        env = {**os.environ, "OMP_THREAD_LIMIT": os.environ.get("OMP_THREAD_LIMIT", "1")}
+        proc = subprocess.run(
+            [self.binary, "stdin", "stdout", "--psm", str(self.psm), "-l", self.lang, "tsv"],
+            input=buf.getvalue(), capture_output=True, timeout=self.timeout, env=env, check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"tesseract failed: {proc.stderr.decode(errors='replace').strip()[:300]}")
+        return parse_tesseract_tsv(proc.stdout.decode("utf-8", "replace"), min_conf=self.min_conf)
+
+
+def make_ocr(backend: OcrBackend | None = None) -> OcrEngine:
+    """The named engine. By default tesseract: on a 1920×1080 screen on 2 cores it took
+    ~0.2 s against RapidOCR's 1–2 s; RapidOCR reads light text on coloured bars better."""
+    if backend == "tesseract":
+        return TesseractEngine()
+    if backend == "rapidocr":
+        return RapidOcrEngine()
+    if backend is not None:
+        raise ValueError(f"unknown OCR backend {backend!r}; use 'rapidocr' or 'tesseract'")
+    try:
+        return TesseractEngine()
+    except OcrUnavailableError:
+        return RapidOcrEngine()
+
+
+def _char_width(words: list[Word]) -> float:
+    widths = [(w.box[2] - w.box[0]) / max(len(w.text), 1) for w in words]
+    return max(median(widths), 1.0)
+
+
+def phrases(words: list[Word], *, gap_chars: float = PHRASE_GAP_CHARS) -> list[Word]:
+    """Words of each line joined left to right, split where the gap exceeds `gap_chars`
+    median character widths of that line."""
+    by_line: dict[int, list[Word]] = {}
+    for w in words:
+        by_line.setdefault(w.line, []).append(w)
+    out: list[Word] = []
+    for line, items in by_line.items():
+        items.sort(key=lambda w: w.box[0])
+        limit = gap_chars * _char_width(items)
+        group = [items[0]]
+        for w in items[1:]:
+            if w.box[0] - group[-1].box[2] > limit:
+                out.append(_join(group, line))
+                group = [w]
+            else:
+                group.append(w)
+        out.append(_join(group, line))
+    out.sort(key=lambda w: (w.box[1], w.box[0]))
+    return out
+
+
+def _join(group: list[Word], line: int) -> Word:
+    box = (min(w.box[0] for w in group), min(w.box[1] for w in group),
+           max(w.box[2] for w in group), max(w.box[3] for w in group))
+    return Word(" ".join(w.text for w in group), box, line, min(w.score for w in group))

@@ -1,0 +1,93 @@
+"""Scoring one candidate 0–10 with a rubric prompt; the reply is JSON inside <eval> tags.
+
+An unreadable reply is answered with the problem and asked again, at most `max_reasks`
+times; if it stays unreadable the candidate gets no score and the replies are recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.images import decode_png, downscale, draw_marker, encode_png
+from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
+from gprm.history import Candidate
+from gprm.prompts import render
+from gprm.records import CandidateScore
+from gprm.replies import ReplyError, parse_score
+
+__all__ = ["ScoreContext", "Scorer"]
+
+MODULE = "prm"
+RAW_LIMIT = 4000
+
+
+@dataclass(slots=True)
+class ScoreContext:
+    """Everything shared by the candidates of one step."""
+
+    goal: str
+    screenshot: bytes
+    recent: list[str]
+    summary: str | None = None
+    evidence: list[str] = field(default_factory=list)
+    #: (label, PNG) images the tools drew, sent after the screenshot.
+    images: list[tuple[str, bytes]] = field(default_factory=list)
+    previous: dict[str, Any] | None = None
+
+
+@dataclass
+class Scorer:
+    model: ChatModel
+    #: "score" (GUI-PRA's rubric) or "prm" (the standard PRM's prompt).
+    prompt: str = "score"
+    max_reasks: int = 1
+    image_side: int | None = 1280
+    config: GenerateConfig = field(default_factory=lambda: GenerateConfig(temperature=0.0))
+
+    def _screen(self, screenshot: bytes, pointer: tuple[int, int] | None) -> bytes:
+        img = decode_png(screenshot)
+        if pointer is not None:
+            img = draw_marker(img, pointer[0], pointer[1], "click", label="Candidate",
+                              radius=max(10, round(max(img.size) / 90)))
+        small = downscale(img, self.image_side)
+        if small is img and pointer is None:
+            return screenshot
+        return encode_png(small)
+
+    def _side(self, png: bytes) -> bytes:
+        img = decode_png(png)
+        small = downscale(img, self.image_side)
+        return png if small is img else encode_png(small)
+
+    async def score(self, index: int, candidate: Candidate, ctx: ScoreContext) -> CandidateScore:
+        screen = await asyncio.to_thread(self._screen, ctx.screenshot, candidate.pointer)
+        extras = [await asyncio.to_thread(self._side, png) for _, png in ctx.images]
+        user = render(f"{self.prompt}_user", goal=ctx.goal, summary=ctx.summary, recent=ctx.recent,
+                      evidence=ctx.evidence, previous=ctx.previous, candidate=candidate,
+                      images=[label for label, _ in ctx.images])
+        parts: list[Part] = [TextPart(text=user), ImagePart(data=screen), *(ImagePart(data=p) for p in extras)]
+        messages = [ChatMessage(role="system", content=render(f"{self.prompt}_system", previous=ctx.previous),
+                                cache=True),
+                    ChatMessage(role="user", content=parts)]
+        result = CandidateScore(index=index, thought=candidate.thought, action=candidate.action, seed=candidate.seed)
+        for attempt in range(self.max_reasks + 1):
+            try:
+                reply = await self.model.generate(messages, module=MODULE, config=self.config)
+            except ModelCallError as e:
+                result.attempts, result.error = attempt + 1, f"the scoring call failed: {e}"
+                return result
+            result.attempts, result.raw = attempt + 1, reply.text[:RAW_LIMIT]
+            try:
+                score, obj = parse_score(reply.text)
+            except ReplyError as e:
+                result.error = str(e)
+                messages = [*messages, ChatMessage(role="assistant", content=reply.text[:RAW_LIMIT] or "(empty)"),
+                            ChatMessage(role="user", content=render("score_reask", problem=str(e)))]
+                continue
+            result.score, result.error = score, None
+            reason = obj.get("reason")
+            result.reason = str(reason)[:1000] if reason is not None else None
+            return result
+        return result

@@ -1,0 +1,161 @@
+"""The perception tools the router may call on the current screenshot: the global UI
+parser and the Point tool. Each returns evidence text for the scorer and an image.
+
+A `Perception` is made per guided step: it caches the parse of that step's screenshot, so
+pointing by text reuses the parser's elements instead of reading the screen twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from core.images import decode_png, downscale, encode_png
+from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, TextPart
+from gprm.elements import ParsedScreen, draw_star, elements_text
+from gprm.pointing import PointAnswer, parse_point, text_match
+from gprm.prompts import render
+from gprm.records import ToolUse
+from gprm.uiparser import ParserError, UIParser
+
+__all__ = ["PARSER_TOOL", "POINT_TOOL", "TOOL_SPECS", "Perception", "PointMode", "ToolSpec"]
+
+PARSER_TOOL = "ui_parser"
+POINT_TOOL = "point"
+MODULE = "prm"
+
+PointMode = Literal["auto", "model", "ocr"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    example: str
+
+
+TOOL_SPECS = {
+    PARSER_TOOL: ToolSpec(
+        PARSER_TOOL,
+        "reads the whole screen: every text and control with its box, whether it is interactive, "
+        "and an image of the screen with each element numbered.",
+        '{"name": "ui_parser", "arguments": {}}',
+    ),
+    POINT_TOOL: ToolSpec(
+        POINT_TOOL,
+        "finds one element described in words (its label or look) and marks it with a red star "
+        "on the screenshot; answers where it is, or that it was not found.",
+        '{"name": "point", "arguments": {"target": "the \'Save\' button"}}',
+    ),
+}
+
+
+@dataclass
+class Perception:
+    """The tools for one screenshot."""
+
+    screenshot: bytes
+    parser: UIParser | None = None
+    pointer: ChatModel | None = None
+    point_mode: PointMode = "auto"
+    #: Longest side of images sent to the pointing model.
+    image_side: int | None = 1280
+    star_radius: int | None = None
+    _parsed: ParsedScreen | None = None
+    _parse_error: str | None = None
+    images: dict[str, bytes] = field(default_factory=dict)
+
+    def available(self) -> list[str]:
+        names = []
+        if self.parser is not None:
+            names.append(PARSER_TOOL)
+        if self.pointer is not None or (self.parser is not None and self.point_mode != "model"):
+            names.append(POINT_TOOL)
+        return names
+
+    async def run(self, name: str, arguments: dict[str, Any]) -> ToolUse:
+        started = time.perf_counter()
+        try:
+            if name == PARSER_TOOL:
+                use = await self._parse_tool()
+            elif name == POINT_TOOL:
+                use = await self._point_tool(str(arguments.get("target") or arguments.get("param") or "").strip())
+            else:
+                raise ValueError(f"unknown tool {name!r}")
+        except ParserError as e:
+            use = ToolUse(name=name, evidence=f"the tool failed: {e}", ok=False)
+        use.arguments = dict(arguments)
+        use.seconds = time.perf_counter() - started
+        return use
+
+    async def parsed(self) -> ParsedScreen | None:
+        if self._parsed is None and self._parse_error is None and self.parser is not None:
+            try:
+                self._parsed = await self.parser.parse(self.screenshot)
+            except ParserError as e:
+                self._parse_error = str(e)
+                raise
+        if self._parse_error is not None:
+            raise ParserError(self._parse_error)
+        return self._parsed
+
+    async def _parse_tool(self) -> ToolUse:
+        screen = await self.parsed()
+        assert screen is not None
+        self.images["ui_parser"] = screen.overlay_png
+        listing = elements_text(screen.elements)
+        evidence = (f"{len(screen.elements)} elements on the {screen.width}x{screen.height} screen "
+                    f"(numbered on the ui_parser image):\n{listing}")
+        return ToolUse(name=PARSER_TOOL, evidence=evidence, image="ui_parser")
+
+    async def _point_tool(self, target: str) -> ToolUse:
+        if not target:
+            return ToolUse(name=POINT_TOOL, evidence="no target was given to point at", ok=False)
+        img = decode_png(self.screenshot)
+        answer: PointAnswer | None = None
+        how = ""
+        if self.point_mode in ("auto", "ocr") and self.parser is not None:
+            answer, how = await self._point_by_text(target)
+        if answer is None and self.point_mode in ("auto", "model") and self.pointer is not None:
+            answer, how = await self._point_by_model(target, img.size)
+        if answer is None:
+            return ToolUse(name=POINT_TOOL, evidence=f"{target!r} was not found on the screen ({how or 'no pointer'})",
+                           ok=False)
+        radius = self.star_radius or max(10, round(max(img.size) / 80))
+        self.images["point"] = await asyncio.to_thread(
+            lambda: encode_png(draw_star(img, answer.x, answer.y, radius=radius)))
+        px, py = round(answer.x), round(answer.y)
+        evidence = (f"{target!r} is at pixel ({px}, {py}) = ({answer.x / img.width * 100:.1f}%, "
+                    f"{answer.y / img.height * 100:.1f}%) of the screen [{how}]; a red star marks it "
+                    "on the point image.")
+        return ToolUse(name=POINT_TOOL, evidence=evidence, image="point")
+
+    async def _point_by_text(self, target: str) -> tuple[PointAnswer | None, str]:
+        try:
+            screen = await self.parsed()
+        except ParserError:
+            return None, "the UI parser failed"
+        if screen is None:
+            return None, "no UI parser"
+        texts = [e.content for e in screen.elements]
+        i = text_match(target, texts)
+        if i is None:
+            return None, "no text on screen matches"
+        e = screen.elements[i]
+        x, y = e.centre
+        return PointAnswer(x=x, y=y, form="ocr", convention="pixels"), f"text match: element {e.id} {e.content!r}"
+
+    async def _point_by_model(self, target: str, size: tuple[int, int]) -> tuple[PointAnswer | None, str]:
+        assert self.pointer is not None
+        img = decode_png(self.screenshot)
+        sent = downscale(img, self.image_side)
+        data = self.screenshot if sent is img else encode_png(sent)
+        messages = [ChatMessage(role="user", content=[TextPart(text=render("point_user", target=target)),
+                                                      ImagePart(data=data)])]
+        reply = await self.pointer.generate(messages, module=MODULE, config=GenerateConfig(temperature=0.0))
+        answer = parse_point(reply.text, size, sent_size=sent.size)
+        if answer is None:
+            return None, f"the pointing model answered {reply.text.strip()[:120]!r}"
+        return answer, f"pointing model, {answer.form} answer in {answer.convention}"

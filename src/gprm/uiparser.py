@@ -1,0 +1,165 @@
+"""Global UI parsers: screenshot in, elements and a Set-of-Mark overlay out.
+
+`LocalUIParser` runs on this machine with no network (OCR phrases plus outline-detected
+controls). `OmniParserClient` asks an OmniParser server instead; the request and reply it
+assumes are those of OmniParser's own FastAPI server:
+
+    POST {base_url}/parse/   {"base64_image": "<PNG, base64>"}
+    200 {"som_image_base64": "<PNG, base64>",
+         "parsed_content_list": [{"type": "text"|"icon", "bbox": [x1, y1, x2, y2] (0–1 ratios),
+                                  "interactivity": bool, "content": str, "source": str?}, ...],
+         "latency": float}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import time
+from typing import Any, Literal, Protocol
+
+import aiohttp
+import numpy as np
+from PIL import Image
+
+from core.images import decode_png, encode_png
+from gprm.controls import ControlOptions, detect_controls, merge_elements
+from gprm.elements import ParsedScreen, UIElement, draw_marks
+from gprm.ocr import OcrBackend, OcrEngine, Word, make_ocr, phrases
+
+__all__ = ["LocalUIParser", "OmniParserClient", "ParserError", "UIParser", "make_parser"]
+
+
+class ParserError(RuntimeError):
+    """The parser could not answer; the message is evidence the guide can record."""
+
+
+class UIParser(Protocol):
+    name: str
+
+    async def parse(self, screenshot: bytes) -> ParsedScreen: ...
+
+
+def content_bounds(img: Image.Image, *, tolerance: int = 8) -> tuple[int, int, int, int]:
+    """The smallest box holding every pixel unlike the top-left corner's colour (a plain
+    desktop background costs OCR time and holds nothing)."""
+    arr = np.asarray(img.convert("RGB")).astype(np.int16)
+    diff = np.abs(arr - arr[0, 0]).max(axis=2) > tolerance
+    rows, cols = np.flatnonzero(diff.any(axis=1)), np.flatnonzero(diff.any(axis=0))
+    if rows.size == 0:
+        return (0, 0, 0, 0)
+    return (int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1)
+
+
+class LocalUIParser:
+    """OCR phrases and outline-detected controls, merged; blocking work runs in a thread."""
+
+    def __init__(self, ocr: OcrBackend | OcrEngine | None = None, *, controls: bool = True,
+                 control_options: ControlOptions | None = None, trim_background: bool = True) -> None:
+        self._ocr_choice = ocr
+        self._ocr: OcrEngine | None = ocr if ocr is not None and not isinstance(ocr, str) else None
+        self.controls = controls
+        self.control_options = control_options or ControlOptions()
+        self.trim_background = trim_background
+
+    @property
+    def ocr(self) -> OcrEngine:
+        if self._ocr is None:
+            self._ocr = make_ocr(self._ocr_choice if isinstance(self._ocr_choice, str) else None)
+        return self._ocr
+
+    @property
+    def name(self) -> str:
+        return f"local:{self.ocr.name}"
+
+    async def parse(self, screenshot: bytes | Image.Image) -> ParsedScreen:
+        return await asyncio.to_thread(self.parse_sync, screenshot)
+
+    def parse_sync(self, screenshot: bytes | Image.Image) -> ParsedScreen:
+        started = time.perf_counter()
+        img = decode_png(screenshot) if isinstance(screenshot, bytes) else screenshot.convert("RGB")
+        left, top, right, bottom = (content_bounds(img) if self.trim_background
+                                    else (0, 0, img.width, img.height))
+        words: list[Word] = []
+        if right > left and bottom > top:
+            crop = img.crop((left, top, right, bottom))
+            words = [Word(w.text, (w.box[0] + left, w.box[1] + top, w.box[2] + left, w.box[3] + top),
+                          w.line, w.score) for w in self.ocr.words(crop)]
+        grouped = phrases(words)
+        boxes = (detect_controls(img, [w.box for w in grouped], self.control_options)
+                 if self.controls else [])
+        elements = merge_elements(grouped, boxes, self.control_options, source=self.ocr.name)
+        overlay = encode_png(draw_marks(img, elements))
+        return ParsedScreen(width=img.width, height=img.height, elements=elements, overlay_png=overlay,
+                            seconds=time.perf_counter() - started, backend=self.name)
+
+
+def _element(i: int, raw: Any, width: int, height: int) -> UIElement:
+    if not isinstance(raw, dict):
+        raise ParserError(f"element {i} is not an object")
+    bbox = raw.get("bbox")
+    if not (isinstance(bbox, list | tuple) and len(bbox) == 4
+            and all(isinstance(v, int | float) for v in bbox)):
+        raise ParserError(f"element {i} has no [x1, y1, x2, y2] bbox")
+    x1, y1, x2, y2 = (float(v) for v in bbox)
+    if max(x1, y1, x2, y2) <= 1.0:  # ratios, as OmniParser sends them
+        x1, x2, y1, y2 = x1 * width, x2 * width, y1 * height, y2 * height
+    kind = "icon" if raw.get("type") == "icon" else "text"
+    return UIElement(id=i, type=kind, box=(round(x1), round(y1), round(x2), round(y2)),
+                     content=str(raw.get("content") or ""), interactivity=bool(raw.get("interactivity")),
+                     source=f"omniparser:{raw.get('source') or kind}")
+
+
+class OmniParserClient:
+    """A client of an OmniParser server (see the module docstring for the protocol)."""
+
+    name = "omniparser"
+
+    def __init__(self, base_url: str, *, timeout: float = 60.0,
+                 overlay: Literal["server", "local"] = "server") -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        #: Use the server's marks image, or redraw marks here from the elements.
+        self.overlay = overlay
+
+    async def parse(self, screenshot: bytes) -> ParsedScreen:
+        started = time.perf_counter()
+        img = decode_png(screenshot)
+        body = {"base64_image": base64.b64encode(screenshot).decode("ascii")}
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as session:
+                async with session.post(f"{self.base_url}/parse/", json=body) as resp:
+                    if resp.status != 200:
+                        text = (await resp.text())[:200]
+                        raise ParserError(f"OmniParser at {self.base_url} answered HTTP {resp.status}: {text}")
+                    reply = await resp.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise ParserError(f"OmniParser at {self.base_url} is unreachable ({type(e).__name__}); "
+                              "start it or use the local parser") from e
+        if not isinstance(reply, dict) or not isinstance(reply.get("parsed_content_list"), list):
+            raise ParserError("OmniParser reply has no parsed_content_list")
+        elements = [_element(i, raw, img.width, img.height) for i, raw in enumerate(reply["parsed_content_list"])]
+        overlay = b""
+        if self.overlay == "server" and isinstance(reply.get("som_image_base64"), str):
+            try:
+                overlay = base64.b64decode(reply["som_image_base64"], validate=True)
+                decode_png(overlay)
+            except (binascii.Error, OSError, ValueError):
+                overlay = b""
+        if not overlay:
+            overlay = encode_png(draw_marks(img, elements))
+        return ParsedScreen(width=img.width, height=img.height, elements=elements, overlay_png=overlay,
+                            seconds=time.perf_counter() - started, backend=self.name)
+
+
+def make_parser(backend: str = "local", *, ocr: OcrBackend | None = None, url: str | None = None,
+                **options: Any) -> UIParser:
+    """"local" (optionally `ocr="rapidocr"|"tesseract"`) or "omniparser" (needs `url`)."""
+    if backend == "local":
+        return LocalUIParser(ocr, **options)
+    if backend == "omniparser":
+        if not url:
+            raise ValueError("the omniparser parser needs url=http://host:port of an OmniParser server")
+        return OmniParserClient(url, **options)
+    raise ValueError(f"unknown UI parser {backend!r}; use 'local' or 'omniparser'")
