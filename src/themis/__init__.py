@@ -1,4 +1,64 @@
-"""OS-Themis outcome critic (selector, verifier, reviewer, judge), the last-K and sequential
-baselines, and critic metrics.
+"""OS-Themis outcome critic (selector, verifier, reviewer, judge), the last-K and
+sequential baselines, and critic metrics.
 
-Empty until the critic lands."""
+``make_critic(name, model, **options)`` gives an async critic:
+``verdict = await critic(task, rollout_dir)``; ``grade_rollout`` also saves the verdict as
+``critic-<name>.json`` beside the trajectory. ``bench_critic`` / ``score_predictions`` score
+critics and recorded verdicts against labels.
+"""
+
+from .bench import (
+    BenchResult,
+    LabelEntry,
+    bench_critic,
+    labels_from_run,
+    load_labels,
+    load_predictions,
+    render_table,
+    results_json,
+    score_predictions,
+)
+from .critics import CRITICS, Critic, ThemisCritic, make_critic
+from .grading import Graded, grade_many, grade_rollout
+from .lastk import LastKCritic, tally
+from .metrics import Confusion, Scores, score, score_by_platform
+from .options import LastKOptions, SequentialOptions, ThemisOptions
+from .record import ThemisRecord, Verdict, load_verdict, save_verdict, verdict_path
+from .sequential import SequentialCritic
+from .view import TaskInfo, TrajectorySource
+
+__all__ = [
+    "CRITICS",
+    "BenchResult",
+    "Confusion",
+    "Critic",
+    "Graded",
+    "LabelEntry",
+    "LastKCritic",
+    "LastKOptions",
+    "Scores",
+    "SequentialCritic",
+    "SequentialOptions",
+    "TaskInfo",
+    "ThemisCritic",
+    "ThemisOptions",
+    "ThemisRecord",
+    "TrajectorySource",
+    "Verdict",
+    "bench_critic",
+    "grade_many",
+    "grade_rollout",
+    "labels_from_run",
+    "load_labels",
+    "load_predictions",
+    "load_verdict",
+    "make_critic",
+    "render_table",
+    "results_json",
+    "save_verdict",
+    "score",
+    "score_by_platform",
+    "score_predictions",
+    "tally",
+    "verdict_path",
+]

@@ -1,0 +1,138 @@
+"""Ask a model for one JSON object, validate it, and re-ask on a bad or failed reply.
+
+Every critic role goes through `ask_json`: the reply's last top-level JSON object is
+validated against the role's pydantic schema and then against the role's own rules
+(`check`, e.g. "that step is the terminating one"). A reply that fails either is shown back
+to the model with the reason, so the retry can fix it; a call that fails outright is
+repeated as it was. After `retries` extra attempts the role is reported as failed, with
+every attempt kept for the record.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from core.llm import ChatMessage, ChatModel, GenerateConfig, ModelCallError
+
+from .prompts import render
+
+__all__ = ["MODULE", "Asked", "AttemptRecord", "ask_json", "extract_json"]
+
+#: Ledger module of every critic call; the role goes in the tags.
+MODULE = "critic"
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class AttemptRecord(BaseModel):
+    """One try at a role's call."""
+
+    call_id: str
+    """Tag ``call_id`` of the ledger's record of this call."""
+    reply: str | None = None
+    """The model's text (None when the call itself failed)."""
+    error: str | None = None
+    """Why the attempt was not accepted; None for the accepted one."""
+
+
+@dataclass
+class Asked(Generic[T]):
+    """A role's validated reply, or None with the reason in `error`."""
+
+    value: T | None
+    attempts: list[AttemptRecord] = field(default_factory=list)
+
+    @property
+    def error(self) -> str | None:
+        if self.value is not None or not self.attempts:
+            return None
+        return self.attempts[-1].error
+
+    @property
+    def call_ids(self) -> list[str]:
+        return [a.call_id for a in self.attempts]
+
+
+def extract_json(text: str) -> object:
+    """The last top-level JSON object in `text` (code fences and prose around it allowed)."""
+    decoder = json.JSONDecoder()
+    found: list[object] = []
+    i = text.find("{")
+    while i != -1:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        found.append(obj)
+        i = text.find("{", end)
+    if not found:
+        raise ValueError("the reply holds no JSON object")
+    return found[-1]
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:6]:
+        where = ".".join(str(p) for p in item["loc"]) or "reply"
+        parts.append(f"{where}: {item['msg']}")
+    more = error.error_count() - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def parse_reply(text: str, schema: type[T], check: Callable[[T], list[str]] | None) -> T:
+    """Validate `text` into `schema`, then apply the role's rules; ValueError says why not."""
+    obj = extract_json(text)
+    try:
+        value = schema.model_validate(obj)
+    except ValidationError as exc:
+        raise ValueError(_describe(exc)) from None
+    problems = check(value) if check is not None else []
+    if problems:
+        raise ValueError("; ".join(problems))
+    return value
+
+
+async def ask_json(
+    model: ChatModel,
+    messages: list[ChatMessage],
+    schema: type[T],
+    *,
+    role: str,
+    critic: str,
+    retries: int,
+    config: GenerateConfig | None = None,
+    check: Callable[[T], list[str]] | None = None,
+) -> Asked[T]:
+    """Up to ``1 + retries`` calls until a reply validates; see the module docstring."""
+    asked: Asked[T] = Asked(value=None)
+    conversation = list(messages)
+    for _ in range(1 + max(retries, 0)):
+        call_id = uuid.uuid4().hex
+        tagged = model.with_tags(critic=critic, role=role, call_id=call_id)
+        try:
+            output = await tagged.generate(conversation, module=MODULE, config=config)
+        except ModelCallError as exc:
+            asked.attempts.append(AttemptRecord(call_id=call_id, error=f"call failed: {exc}"))
+            continue
+        try:
+            value = parse_reply(output.text, schema, check)
+        except ValueError as exc:
+            reason = str(exc) or "the reply did not validate"
+            asked.attempts.append(AttemptRecord(call_id=call_id, reply=output.text, error=reason))
+            conversation = [
+                *conversation,
+                ChatMessage(role="assistant", content=output.text or "(empty reply)"),
+                ChatMessage(role="user", content=render("rejected", reason=reason)),
+            ]
+            continue
+        asked.attempts.append(AttemptRecord(call_id=call_id, reply=output.text))
+        asked.value = value
+        return asked
+    return asked

@@ -1,0 +1,79 @@
+"""Grading rollouts on disk: what the runner's ``critic``, ``filter`` and ``retry`` call.
+
+A verdict is saved as ``critic-<name>.json`` in the rollout folder, atomically, so the
+report can show the deliberation and a later command can reuse it (``reuse=True``) rather
+than pay for it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.trajectory import RolloutDir
+
+from .critics import Critic
+from .record import Verdict, load_verdict, save_verdict
+from .view import TaskLike
+
+__all__ = ["Graded", "grade_many", "grade_rollout"]
+
+
+async def grade_rollout(critic: Critic, task: TaskLike, rollout: RolloutDir, *, save: bool = True,
+                        reuse: bool = False, durable: bool = True) -> Verdict:
+    """The critic's verdict on one rollout folder, saved beside it unless ``save=False``.
+
+    With ``reuse=True`` a verdict already saved by a critic of the same name, model and
+    options is returned without a call.
+    """
+    if not rollout.exists():
+        raise FileNotFoundError(f"{rollout.path} holds no rollout.json: point at a rollout-<k> folder of a run")
+    if reuse:
+        old = await asyncio.to_thread(load_verdict, rollout.path, critic.name)
+        if old is not None and old.options == critic.options.model_dump() and old.model == _model_name(critic):
+            return old
+    verdict = await critic(task, rollout)
+    if save:
+        await asyncio.to_thread(save_verdict, rollout.path, verdict, durable=durable)
+    return verdict
+
+
+def _model_name(critic: Critic) -> str | None:
+    model = getattr(critic, "model", None)
+    return getattr(model, "name", None)
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One rollout's verdict, or the error that stopped its grading."""
+
+    key: str
+    path: Path
+    verdict: Verdict | None
+    error: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict is not None and self.verdict.reward == 1
+
+
+async def grade_many(critic: Critic, items: Sequence[tuple[str, TaskLike, RolloutDir]], *,
+                     concurrency: int = 4, save: bool = True, reuse: bool = False) -> list[Graded]:
+    """Grade several rollouts, `concurrency` at a time, in the given order.
+
+    A rollout whose grading raises (unreadable folder, a model that stays down) is
+    reported with its error; the others go on.
+    """
+    limit = asyncio.Semaphore(max(concurrency, 1))
+
+    async def one(key: str, task: TaskLike, rollout: RolloutDir) -> Graded:
+        async with limit:
+            try:
+                verdict = await grade_rollout(critic, task, rollout, save=save, reuse=reuse)
+            except (OSError, ValueError) as exc:
+                return Graded(key, rollout.path, None, f"{type(exc).__name__}: {exc}")
+            return Graded(key, rollout.path, verdict)
+
+    return list(await asyncio.gather(*(one(*item) for item in items)))

@@ -1,0 +1,64 @@
+"""Settings of the critics; what a run's configuration writes for them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.llm import GenerateConfig
+
+__all__ = ["LastKOptions", "SequentialOptions", "ThemisOptions"]
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    retries: int = Field(default=2, ge=0, le=10)
+    """Extra attempts of a role's call after a failed call or a reply that does not validate."""
+    image_side: int | None = Field(default=1280, ge=64)
+    """Screenshots are shrunk so their longer side is at most this; None sends them as taken."""
+    temperature: float | None = 0.0
+    max_tokens: int | None = Field(default=8192, ge=1)
+
+    def generate_config(self) -> GenerateConfig:
+        return GenerateConfig(temperature=self.temperature, max_tokens=self.max_tokens)
+
+
+class ThemisOptions(_Options):
+    """OS-Themis: caps from the paper (selector 6 rounds, reviewer 2 rounds, 2 retries)."""
+
+    selector_rounds: int = Field(default=6, ge=1)
+    """Selector calls per pass of the milestone module (the first pass and each review's)."""
+    reviewer_rounds: int = Field(default=2, ge=0)
+    """Reviewer calls at most; 0 goes from the milestones straight to the judge."""
+    selector_screens: Literal["none", "ends", "all"] = "ends"
+    """Screens the selector sees besides the history: none, the first and last, or all."""
+    thumbnail_side: int = Field(default=512, ge=64)
+    """Longer side of the selector's screens when it sees all of them."""
+    thought_chars: int = Field(default=600, ge=40)
+    """Each step's thought is cut to this many characters in histories."""
+    concurrency: int = Field(default=4, ge=1)
+    """Milestones verified at once."""
+
+
+class LastKOptions(_Options):
+    """The last-K baseline (ZeroGUI-style direct assessment)."""
+
+    k: int = Field(default=2, ge=1)
+    """How many of the last screens to show."""
+    samples: int = Field(default=1, ge=1)
+    """Independent calls to vote over."""
+    vote: Literal["majority", "all", "any"] = "majority"
+    """``majority``: more than half say 1; ``all``: every sample; ``any``: at least one."""
+
+
+class SequentialOptions(_Options):
+    """The sequential baseline (DigiRL-style state checking, stop at the first success)."""
+
+    skip_repeats: bool = True
+    """Do not ask about a screen that looks the same as one of the last few asked about."""
+    repeat_window: int = Field(default=5, ge=1)
+    repeat_threshold: float = Field(default=2.0, ge=0.0)
+    """Mean squared difference (0-255 grey levels, on 64x64 thumbnails) below which two
+    screens count as the same."""

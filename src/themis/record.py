@@ -1,0 +1,179 @@
+"""What a critic leaves behind: the verdict and the whole deliberation behind it.
+
+Saved beside the trajectory as ``critic-<name>.json`` (atomically), so a report can show
+how the verdict came about and a later command can reuse it instead of paying again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.atomic import write_json_atomic
+from core.trajectory import Record
+
+from .asking import AttemptRecord
+from .schemas import Concern, JudgeReply, Milestone
+
+__all__ = [
+    "Check",
+    "CriticRecord",
+    "Failure",
+    "LastKRecord",
+    "LastKSample",
+    "PassRecord",
+    "ReviewRecord",
+    "SelectionRound",
+    "SequentialCheck",
+    "SequentialRecord",
+    "ThemisRecord",
+    "Verdict",
+    "load_verdict",
+    "save_verdict",
+    "verdict_path",
+]
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class Failure(_Part):
+    """A role whose calls all failed or never validated; the deliberation went on without it."""
+
+    role: str
+    what: str
+    """Which call: e.g. ``selector pass 1 round 2`` or ``verifier step 4``."""
+    attempts: list[AttemptRecord]
+
+
+class Check(_Part):
+    """A milestone and the verifier's verdict on it."""
+
+    milestone: Milestone
+    source: Literal["selector", "reviewer"] = "selector"
+    """``reviewer``: added to re-check a step a reviewer's concern cited."""
+    verdict: Literal[0, 1] | None = None
+    """None when the verifier failed to answer."""
+    evidence: list[str] = Field(default_factory=list)
+    feedback: str = ""
+    call_ids: list[str] = Field(default_factory=list)
+
+
+class SelectionRound(_Part):
+    """One selector call and the verification of what it chose."""
+
+    round: int = Field(ge=1)
+    prompt: Literal["initial", "follow_up", "revision"]
+    done: bool = False
+    reason: str = ""
+    checks: list[Check] = Field(default_factory=list)
+    call_ids: list[str] = Field(default_factory=list)
+
+
+class PassRecord(_Part):
+    """One run of the milestone verification module (selector rounds until stop or cap)."""
+
+    index: int = Field(ge=0)
+    """0 for the first pass; n for the pass answering review round n."""
+    rounds: list[SelectionRound] = Field(default_factory=list)
+    stopped: Literal["selector", "cap", "exhausted", "failure"] = "selector"
+    """Why the pass ended: the selector stopped, the round cap, no step left, or a failure."""
+
+
+class ReviewRecord(_Part):
+    round: int = Field(ge=1)
+    sound: bool
+    concerns: list[Concern] = Field(default_factory=list)
+    summary: str = ""
+    call_ids: list[str] = Field(default_factory=list)
+
+
+class ThemisRecord(_Part):
+    """The deliberation of the four roles, in order."""
+
+    kind: Literal["themis"] = "themis"
+    passes: list[PassRecord] = Field(default_factory=list)
+    reviews: list[ReviewRecord] = Field(default_factory=list)
+    judge: JudgeReply | None = None
+    judge_call_ids: list[str] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
+
+    def checks(self) -> list[Check]:
+        return [c for p in self.passes for r in p.rounds for c in r.checks]
+
+
+class LastKSample(_Part):
+    score: Literal[0, 1] | None
+    """None when the sample failed (it votes 0)."""
+    reason: str = ""
+    call_ids: list[str] = Field(default_factory=list)
+
+
+class LastKRecord(_Part):
+    kind: Literal["lastk"] = "lastk"
+    frames: list[str]
+    """Labels of the screens shown, in order."""
+    vote: str
+    samples: list[LastKSample] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
+
+
+class SequentialCheck(_Part):
+    frame: str
+    satisfied: bool | None
+    """None: skipped as a repeat of a recent screen, or the call failed."""
+    skipped: bool = False
+    reason: str = ""
+    call_ids: list[str] = Field(default_factory=list)
+
+
+class SequentialRecord(_Part):
+    kind: Literal["sequential"] = "sequential"
+    checks: list[SequentialCheck] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
+
+
+CriticRecord = Annotated[ThemisRecord | LastKRecord | SequentialRecord, Field(discriminator="kind")]
+
+
+class Verdict(Record):
+    """A critic's binary reward for one trajectory, with the reasoning that produced it."""
+
+    schema_version: int = 1
+    critic: str
+    """Name of the critic (``themis``, ``lastk``, ``sequential``)."""
+    model: str
+    """``provider/model`` behind every role."""
+    reward: Literal[0, 1]
+    reason: str
+    task_id: str | None = None
+    options: dict[str, object] = Field(default_factory=dict)
+    """The critic's options, as given to ``make_critic``."""
+    seconds: float = 0.0
+    calls: int = 0
+    """Model calls made, failed ones included."""
+    error: str | None = None
+    """Set when the critic could not decide properly (its reward is then 0)."""
+    record: CriticRecord
+
+
+def verdict_path(rollout: Path | str, critic: str) -> Path:
+    return Path(rollout) / f"critic-{critic}.json"
+
+
+def save_verdict(rollout: Path | str, verdict: Verdict, *, durable: bool = True) -> Path:
+    """Write ``critic-<name>.json`` into the rollout folder, atomically."""
+    path = verdict_path(rollout, verdict.critic)
+    write_json_atomic(path, verdict, durable=durable)
+    return path
+
+
+def load_verdict(rollout: Path | str, critic: str) -> Verdict | None:
+    """The saved verdict of `critic` for this rollout, or None if there is none."""
+    try:
+        return Verdict.model_validate_json(verdict_path(rollout, critic).read_bytes())
+    except FileNotFoundError:
+        return None

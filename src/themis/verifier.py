@@ -1,0 +1,62 @@
+"""The verifier: one milestone, judged from its step's before and after screens."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from core.llm import ChatMessage, TextPart
+
+from .context import RoleContext
+from .prompts import render
+from .record import Check
+from .schemas import Milestone, VerifierReply
+
+__all__ = ["check_verification", "verify"]
+
+
+def check_verification(reply: VerifierReply, step: int) -> list[str]:
+    problems = []
+    if reply.step != step:
+        problems.append(f"you were asked about step {step}, not step {reply.step}")
+    if reply.verdict == 0 and not reply.feedback.strip():
+        problems.append("a verdict of 0 needs feedback saying what is wrong or missing")
+    return problems
+
+
+async def verify(ctx: RoleContext, milestone: Milestone, *,
+                 source: Literal["selector", "reviewer"] = "selector") -> Check:
+    """The check of one milestone; an unanswered one has verdict None."""
+    view = ctx.view
+    step = view.steps[milestone.step]
+    before = await view.image(milestone.step, "before")
+    after = await view.image(milestone.step, "after")
+    shown = [("BEFORE", before), ("AFTER", after)]
+    labels = [name for name, img in shown if img is not None]
+    missing = [name for name, img in shown if img is None]
+    images_text = " then ".join(labels) + (f" ({' and '.join(missing)} missing)" if missing else "")
+    user = render(
+        "verifier_user",
+        instruction=ctx.task.instruction,
+        platform=ctx.task.platform,
+        step=milestone.step,
+        goal=milestone.goal,
+        why=milestone.why,
+        thought=step.step.thought[: ctx.options.thought_chars * 2],
+        action=step.action_text(),
+        code=(step.step.code or "")[:800],
+        error=step.step.error or "",
+        images=images_text or "none",
+        history=view.history(upto=milestone.step, thought_chars=ctx.options.thought_chars // 3),
+    )
+    messages = [
+        ChatMessage(role="system", content=render("verifier_system"), cache=True),
+        ChatMessage(role="user", content=[*(img for _, img in shown if img is not None), TextPart(text=user)]),
+    ]
+    asked = await ctx.ask(messages, VerifierReply, role="verifier", what=f"verifier step {milestone.step}",
+                          check=lambda r: check_verification(r, milestone.step))
+    check = Check(milestone=milestone, source=source, call_ids=asked.call_ids)
+    if asked.value is None:
+        return check.model_copy(update={"feedback": f"not verified: {asked.error}"})
+    reply = asked.value
+    return check.model_copy(update={"verdict": reply.verdict, "evidence": reply.evidence,
+                                    "feedback": reply.feedback})
