@@ -85,3 +85,10 @@ def test_suite_dir_layout() -> None:
     assert (SUITE_DIR / "test_local.json").is_file()
     for path in (SUITE_DIR / "examples").glob("*/*.json"):
         assert json.loads(path.read_text())["id"] == path.stem
+
+
+def test_every_task_has_a_scripted_solution() -> None:
+    from tasks_suite_solutions import SOLUTIONS
+
+    assert set(SOLUTIONS) == {t.id for t in load_suite()}
+    assert all(SOLUTIONS.values())
