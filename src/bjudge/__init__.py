@@ -1,4 +1,71 @@
 """Behavior Judge: zoom-augmented behavior narratives per rollout and one multiple-choice
-comparison that picks the best rollout; pairwise and independent-scoring baselines.
+comparison that picks the best rollout; pairwise and independent-scoring baselines, the
+screenshot, summary and caption representations, and offline re-judging.
 
-Empty until the judge lands."""
+While rollouts run::
+
+    builder = NarrativeBuilder(narrator, FactCache(cache_dir), NarrativeConfig())
+    await builder.add_transition(k, step, before_png, after_png)        # as each step lands
+    judge = make_judge("mcq", judge_model, JudgeConfig(seed=7))
+    selection = await judge(task.instruction, [await builder.candidate(k) for k in finished])
+
+After they end: `judge_run(layout, make_representer("narrative", narrator, cache), judge)`.
+"""
+
+from .augment import AugmentedTransition, Frame, FrameMemo, augment, load_frame
+from .builder import NarrativeBuilder
+from .cache import FactCache, cache_key
+from .candidates import Candidate, narrative_candidate, narrative_text
+from .config import AugmentConfig, JudgeConfig, NarrativeConfig, RepresentationConfig
+from .facts import FactGenerator, TransitionFacts
+from .independent import IndependentJudge
+from .judges import JUDGES, Judge, make_judge
+from .mcq import MCQJudge
+from .offline import JudgedTask, MissingTaskError, judge_run, judge_task
+from .osworld_import import ImportReport, OSWorldImportError, import_osworld
+from .pairwise import PairwiseJudge
+from .parsing import Choice, parse_choice, parse_facts
+from .pointer_code import pointer_events
+from .representations import REPRESENTATIONS, Representer, frame_indices, make_representer, narrate_rollout
+
+__all__ = [
+    "JUDGES",
+    "REPRESENTATIONS",
+    "AugmentConfig",
+    "AugmentedTransition",
+    "Candidate",
+    "Choice",
+    "FactCache",
+    "FactGenerator",
+    "Frame",
+    "FrameMemo",
+    "ImportReport",
+    "IndependentJudge",
+    "Judge",
+    "JudgeConfig",
+    "JudgedTask",
+    "MCQJudge",
+    "MissingTaskError",
+    "NarrativeBuilder",
+    "NarrativeConfig",
+    "OSWorldImportError",
+    "PairwiseJudge",
+    "RepresentationConfig",
+    "Representer",
+    "TransitionFacts",
+    "augment",
+    "cache_key",
+    "frame_indices",
+    "import_osworld",
+    "judge_run",
+    "judge_task",
+    "load_frame",
+    "make_judge",
+    "make_representer",
+    "narrate_rollout",
+    "narrative_candidate",
+    "narrative_text",
+    "parse_choice",
+    "parse_facts",
+    "pointer_events",
+]

@@ -1,0 +1,104 @@
+"""The comparative MCQ judge: one call over all candidates, one validated index.
+
+Candidates are shown in a seeded random order and the answer is mapped back to the
+rollout. With ``permutations > 1`` several orders are judged concurrently and the
+majority wins (ties broken by the seeded generator), against position bias. A call that
+yields no valid answer after its re-asks casts no vote; with no vote at all the
+selection is "no selection" (``chosen=None``), never a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Sequence
+
+from core.llm import ChatModel
+from core.trajectory import Selection
+
+from .calls import cost_of
+from .candidates import Candidate
+from .compare import compare
+from .config import JudgeConfig
+from .parsing import tag_section
+
+__all__ = ["MCQJudge", "draw_seed", "strategy_name"]
+
+
+def draw_seed(cfg: JudgeConfig) -> int:
+    return cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31)
+
+
+def strategy_name(judge: str, candidates: Sequence[Candidate]) -> str:
+    representations = sorted({c.representation for c in candidates}) or ["none"]
+    return f"{judge}/{'+'.join(representations)}"
+
+
+def trivial(strategy: str, candidates: Sequence[Candidate], seed: int) -> Selection | None:
+    """The selection when there is nothing to compare (no candidate, or one)."""
+    if not candidates:
+        return Selection(strategy=strategy, candidates=[], chosen=None, reasoning="no finished rollout to judge",
+                         seed=seed)
+    if len(candidates) == 1:
+        only = candidates[0].rollout
+        return Selection(strategy=strategy, candidates=[only], chosen=only,
+                         reasoning="only one finished rollout; chosen without a judge call", seed=seed)
+    return None
+
+
+class MCQJudge:
+    """Behavior Judge's comparative evaluator (module tag ``judge``)."""
+
+    name = "mcq"
+
+    def __init__(self, model: ChatModel, cfg: JudgeConfig | None = None) -> None:
+        self.model = model
+        self.cfg = cfg or JudgeConfig()
+
+    async def __call__(self, task: str, candidates: Sequence[Candidate]) -> Selection:
+        seed = draw_seed(self.cfg)
+        strategy = strategy_name(self.name, candidates)
+        done = trivial(strategy, candidates, seed)
+        if done is not None:
+            return done
+        rng = random.Random(seed)
+        indices = list(range(len(candidates)))
+        orders = []
+        for _ in range(self.cfg.permutations):
+            order = list(indices)
+            if self.cfg.shuffle:
+                rng.shuffle(order)
+            orders.append(order)
+        asked = await asyncio.gather(*(compare(self.model, task, [candidates[i] for i in order], self.cfg)
+                                       for order in orders))
+        votes: list[int] = []
+        notes: list[str] = []
+        for order, answer in zip(orders, asked, strict=True):
+            shown = [candidates[i].rollout for i in order]
+            thoughts = tag_section(answer.reply, "thoughts") or answer.reply
+            if answer.value is None:
+                why = answer.error or answer.problem or "no answer"
+                notes.append(f"Order {shown}: no valid answer after {answer.attempts} call(s) ({why}).")
+                continue
+            rollout = shown[answer.value - 1]
+            votes.append(rollout)
+            notes.append(f"Order {shown}: candidate {answer.value} = rollout {rollout}.\n{thoughts}")
+        chosen = _majority(votes, rng)
+        if len(orders) > 1:
+            tally = ", ".join(f"rollout {k}: {v}" for k, v in sorted(Counter(votes).items()))
+            notes.append(f"Votes: {tally or 'none'}; chosen: {chosen}.")
+        call_ids, dollars = cost_of(list(asked))
+        return Selection(strategy=strategy, candidates=[c.rollout for c in candidates], chosen=chosen,
+                         reasoning="\n\n".join(notes), seed=seed,
+                         permutations=[[candidates[i].rollout for i in order] for order in orders],
+                         dollars=dollars, call_ids=call_ids)
+
+
+def _majority(votes: list[int], rng: random.Random) -> int | None:
+    if not votes:
+        return None
+    counts = Counter(votes)
+    top = max(counts.values())
+    tied = sorted(k for k, v in counts.items() if v == top)
+    return tied[0] if len(tied) == 1 else rng.choice(tied)

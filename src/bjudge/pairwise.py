@@ -1,0 +1,69 @@
+"""Baseline: the iterative pairwise tournament (n-1 judge calls).
+
+The candidates are put in a seeded random order; the first is the champion and meets
+each next one in a two-candidate comparison (which of the two is shown first is drawn
+too); the winner stays. A match without a valid answer keeps the champion. The paper
+finds it no better than one MCQ call while costing n-1 calls and ~2(n-1) candidates of
+tokens.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from core.llm import ChatModel
+from core.trajectory import Selection
+
+from .calls import Asked, cost_of
+from .candidates import Candidate
+from .compare import compare
+from .config import JudgeConfig
+from .mcq import draw_seed, strategy_name, trivial
+from .parsing import tag_section
+
+__all__ = ["PairwiseJudge"]
+
+
+class PairwiseJudge:
+    name = "pairwise"
+
+    def __init__(self, model: ChatModel, cfg: JudgeConfig | None = None) -> None:
+        self.model = model
+        self.cfg = cfg or JudgeConfig()
+
+    async def __call__(self, task: str, candidates: Sequence[Candidate]) -> Selection:
+        seed = draw_seed(self.cfg)
+        strategy = strategy_name(self.name, candidates)
+        done = trivial(strategy, candidates, seed)
+        if done is not None:
+            return done
+        rng = random.Random(seed)
+        order = list(candidates)
+        if self.cfg.shuffle:
+            rng.shuffle(order)
+        champion = order[0]
+        asked: list[Asked[int]] = []
+        shown_orders: list[list[int]] = []
+        notes: list[str] = []
+        decided = False
+        for challenger in order[1:]:
+            pair = [champion, challenger]
+            if self.cfg.shuffle and rng.random() < 0.5:
+                pair.reverse()
+            answer = await compare(self.model, task, pair, self.cfg)
+            asked.append(answer)
+            shown_orders.append([c.rollout for c in pair])
+            label = f"Rollout {pair[0].rollout} vs rollout {pair[1].rollout}"
+            if answer.value is None:
+                why = answer.error or answer.problem or "no answer"
+                notes.append(f"{label}: no valid answer ({why}); rollout {champion.rollout} stays.")
+                continue
+            decided = True
+            champion = pair[answer.value - 1]
+            thoughts = tag_section(answer.reply, "thoughts") or answer.reply
+            notes.append(f"{label}: rollout {champion.rollout} wins.\n{thoughts}")
+        call_ids, dollars = cost_of(asked)
+        return Selection(strategy=strategy, candidates=[c.rollout for c in candidates],
+                         chosen=champion.rollout if decided else None, reasoning="\n\n".join(notes),
+                         seed=seed, permutations=shown_orders, dollars=dollars, call_ids=call_ids)

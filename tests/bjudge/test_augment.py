@@ -1,0 +1,115 @@
+"""Augmented transitions checked pixel by pixel."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bjudge import AugmentConfig, FrameMemo, augment, load_frame
+from core.images import MARKER_COLOURS, decode_png, encode_png
+from core.trajectory import PointerEvent
+
+W, H = 800, 500
+FULL = AugmentConfig(longest_side=None, zoom_size=100, zoom_scale=2.0, zoom_resample="nearest")
+
+
+def _gradient(w: int = W, h: int = H) -> bytes:
+    """Every pixel distinct enough to locate a crop: red = x, green = y (mod 256), blue fixed."""
+    x = np.arange(w, dtype=np.uint16)[None, :].repeat(h, 0)
+    y = np.arange(h, dtype=np.uint16)[:, None].repeat(w, 1)
+    arr = np.stack([(x % 256), (y % 256), np.full_like(x, 77)], axis=-1).astype(np.uint8)
+    return encode_png(Image.fromarray(arr, "RGB"))
+
+
+def _grey(w: int = W, h: int = H) -> bytes:
+    return encode_png(Image.new("RGB", (w, h), (128, 128, 128)))
+
+
+def _run(pointer: list[PointerEvent], cfg: AugmentConfig = FULL, before: bytes | None = None,
+         after: bytes | None = None):
+    b = load_frame(before or _grey(), cfg.longest_side)
+    a = load_frame(after or _gradient(), cfg.longest_side)
+    return augment(b, a, pointer, cfg)
+
+
+@pytest.mark.parametrize("kind", ["click", "move"])
+def test_marker_colour_sits_on_the_pointer(kind: str) -> None:
+    out = _run([PointerEvent(kind=kind, x=300, y=200)])
+    before = decode_png(out.before)
+    assert before.getpixel((300, 200)) == MARKER_COLOURS[kind]
+    assert before.getpixel((300 + FULL.marker_radius, 200)) == MARKER_COLOURS[kind]  # the ring
+    assert before.getpixel((100, 100)) == (128, 128, 128)  # elsewhere untouched
+
+
+def test_drag_draws_move_and_drag_markers_joined_by_a_green_line() -> None:
+    out = _run([PointerEvent(kind="move", x=100, y=100), PointerEvent(kind="drag", x=500, y=100)])
+    before = decode_png(out.before)
+    assert before.getpixel((100, 100)) == MARKER_COLOURS["move"]
+    assert before.getpixel((500, 100)) == MARKER_COLOURS["drag"]
+    assert before.getpixel((300, 100)) == MARKER_COLOURS["drag"]  # the line between them
+    assert out.zoom_box is not None and out.zoom_box.centre == (500, 100)  # zoom on the DragTo
+
+
+def test_zoom_is_centred_on_the_final_pointer_and_enlarged_from_full_pixels() -> None:
+    out = _run([PointerEvent(kind="click", x=400, y=250)])
+    assert out.zoom_box is not None and out.zoom is not None
+    box = out.zoom_box
+    assert (box.width, box.height) == (100, 100) and box.centre == (400, 250)
+    zoom = decode_png(out.zoom)
+    assert zoom.size == (200, 200)
+    # nearest-neighbour x2: zoom pixel (2i, 2j) is full-screen pixel (left + i, top + j)
+    for i, j in [(0, 0), (50, 50), (99, 99), (10, 70)]:
+        assert zoom.getpixel((2 * i, 2 * j)) == ((box.left + i) % 256, (box.top + j) % 256, 77)
+
+
+@pytest.mark.parametrize(("x", "y", "left", "top"), [(5, 5, 0, 0), (W + 300, -40, W - 100, 0), (W - 1, H - 1, W - 100, H - 100)])
+def test_zoom_and_marker_clip_at_the_screen_edges(x: int, y: int, left: int, top: int) -> None:
+    out = _run([PointerEvent(kind="click", x=x, y=y)])
+    assert out.zoom_box is not None
+    assert (out.zoom_box.left, out.zoom_box.top) == (left, top)
+    assert (out.zoom_box.width, out.zoom_box.height) == (100, 100)
+    clipped = (min(max(x, 0), W - 1), min(max(y, 0), H - 1))
+    assert decode_png(out.before).getpixel(clipped) == MARKER_COLOURS["click"]
+
+
+def test_outline_marks_the_zoomed_region_on_the_after_screen() -> None:
+    out = _run([PointerEvent(kind="click", x=400, y=250)])
+    after = decode_png(out.after)
+    box = out.zoom_box
+    assert box is not None
+    red = FULL.outline_colour
+    assert after.getpixel((box.left, box.top + 50)) == red
+    assert after.getpixel((box.right - 1, box.top + 50)) == red
+    assert after.getpixel((box.left + 50, box.bottom - 1)) == red
+    inside = (box.left + 50, box.top + 50)
+    assert after.getpixel(inside) == (inside[0] % 256, inside[1] % 256, 77)  # inside untouched
+
+
+def test_non_pointer_actions_get_no_marker_zoom_or_outline() -> None:
+    out = _run([])
+    assert out.zoom is None and out.zoom_box is None
+    assert decode_png(out.after).tobytes() == decode_png(_gradient()).tobytes()
+    assert decode_png(out.before).getcolors() == [(W * H, (128, 128, 128))]
+
+
+def test_downscale_shrinks_screens_but_the_zoom_keeps_full_detail() -> None:
+    cfg = AugmentConfig(longest_side=400, zoom_size=100, zoom_scale=2.0, zoom_resample="nearest")
+    out = _run([PointerEvent(kind="click", x=400, y=250)], cfg)
+    before, after, zoom = decode_png(out.before), decode_png(out.after), decode_png(out.zoom or b"")
+    assert before.size == after.size == (400, 250)
+    assert zoom.size == (200, 200)
+    assert before.getpixel((200, 125)) == MARKER_COLOURS["click"]  # marker at the scaled point
+    assert after.getpixel((175, 125)) == cfg.outline_colour  # outline at the scaled box edge (350/2)
+    box = out.zoom_box
+    assert box is not None and zoom.getpixel((0, 0)) == (box.left % 256, box.top % 256, 77)
+
+
+def test_memo_decodes_a_shared_screenshot_once() -> None:
+    memo = FrameMemo(None)
+    shots = [_grey(), _gradient(), _grey(W, H - 1)]
+    for before, after in itertools.pairwise(shots):
+        augment(memo.get(before), memo.get(after), [PointerEvent(kind="click", x=1, y=1)], FULL)
+    assert memo.decodes == 3
