@@ -15,10 +15,13 @@ from aiohttp import web
 
 from environments.server.app import build_app
 from environments.server.config import ConfigError, ServerConfig, parse_args
+from environments.server.state import STATE
 
 __all__ = ["main", "serve", "write_port_file"]
 
 _log = logging.getLogger("environments.server")
+#: How long in-flight requests may take to finish once the server is told to stop.
+_SHUTDOWN_GRACE_S = 5.0
 
 
 def write_port_file(path: Path, port: int) -> None:
@@ -35,7 +38,7 @@ async def serve(config: ServerConfig, *, stop: asyncio.Event | None = None) -> N
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     app = build_app(config)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_GRACE_S)
     await runner.setup()
     try:
         site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
@@ -46,6 +49,8 @@ async def serve(config: ServerConfig, *, stop: asyncio.Event | None = None) -> N
         _log.info("listening on %s:%d (auth %s)", config.host, port, "off" if config.no_auth else "on")
         await stop.wait()
     finally:
+        # Children first, so requests still waiting on them answer and shutdown is quick.
+        app[STATE].registry.kill_all()
         await runner.cleanup()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(Exception):

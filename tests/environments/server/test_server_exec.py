@@ -221,3 +221,19 @@ async def test_executor_dies_with_a_killed_server(
     own.proc.send_signal(signal.SIGKILL)
     await asyncio.to_thread(own.proc.wait, 10)
     assert await _eventually(lambda: not _alive(executor[0]))
+
+
+async def test_sigterm_during_a_long_command_exits_promptly(
+    server_factory: Callable[..., Any], find_processes: Callable[[str], list[int]]
+) -> None:
+    own = server_factory()
+    async with own.client() as client:
+        pending = asyncio.ensure_future(client.execute(["sleep", "300.441"], timeout=250))
+        assert await _eventually(lambda: bool(find_processes("sleep 300.441")))
+        started = time.monotonic()
+        own.proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(own.proc.wait, 15)
+        assert time.monotonic() - started < 8
+        outcome = await asyncio.gather(pending, return_exceptions=True)
+    assert isinstance(outcome[0], ReplyLost) or outcome[0].status in ("error", "timeout")
+    assert find_processes("sleep 300.441") == []
