@@ -1,0 +1,55 @@
+"""Defensive parsing of narrator and judge replies."""
+
+from __future__ import annotations
+
+import pytest
+
+from bjudge import parse_choice, parse_facts
+
+
+@pytest.mark.parametrize(("reply", "facts"), [
+    ("<thoughts>x</thoughts><facts>\n- A opened\n- B typed\n</facts>", ["A opened", "B typed"]),
+    ("<facts>\n1. first\n2) second\n* third\n</facts>", ["first", "second", "third"]),
+    ('<facts>["json one", "json two"]</facts>', ["json one", "json two"]),
+    ('<facts>```json\n{"facts": ["fenced"]}\n```</facts>', ["fenced"]),
+    ("<answer>\n- from the answer tag\n  continued line\n</answer>", ["from the answer tag continued line"]),
+    ("<facts>\n- cut off by the token limit", ["cut off by the token limit"]),
+    ('{"facts": ["bare json"]}', ["bare json"]),
+    ("<facts></facts>", []),
+])
+def test_facts_are_read_from_tagged_or_json_sections(reply: str, facts: list[str]) -> None:
+    assert parse_facts(reply) == facts
+
+
+@pytest.mark.parametrize("reply", ["", "The click opened a menu.", "<thoughts>only thoughts</thoughts>", "[1, 2"])
+def test_replies_without_a_facts_section_are_malformed(reply: str) -> None:
+    assert parse_facts(reply) is None
+
+
+def test_fact_lists_are_cut_to_the_limit() -> None:
+    reply = "<facts>\n" + "\n".join(f"- f{i}" for i in range(30)) + "\n</facts>"
+    assert parse_facts(reply, limit=5) == ["f0", "f1", "f2", "f3", "f4"]
+
+
+def test_a_single_in_range_answer_is_accepted() -> None:
+    choice = parse_choice("<thoughts>2 is best because F3.1</thoughts>\n<answer>\nCandidate 2\n</answer>", 1, 3)
+    assert choice.value == 2 and choice.problem is None and "F3.1" in choice.reasoning
+
+
+@pytest.mark.parametrize(("reply", "problem"), [
+    ("I pick the second one.", "no <answer>"),
+    ("<answer>the second</answer>", "no integer"),
+    ("<answer>4</answer>", "out of range"),
+    ("<answer>0</answer>", "out of range"),
+    ("<answer>-1</answer>", "out of range"),
+    ("<answer>1 or 3</answer>", "several answers"),
+    ("<answer>1</answer> ... on reflection <answer>2</answer>", "several answers"),
+    ("<answer>2.5</answer>", "no integer"),
+])
+def test_missing_out_of_range_and_several_answers_are_refused(reply: str, problem: str) -> None:
+    choice = parse_choice(reply, 1, 3)
+    assert choice.value is None and choice.problem is not None and problem in choice.problem
+
+
+def test_a_repeated_identical_answer_is_one_answer() -> None:
+    assert parse_choice("<answer>3</answer> so, <answer>3</answer>", 1, 3).value == 3
