@@ -13,10 +13,14 @@ from environments.server.config import ServerConfig
 from environments.server.executor import ExecutorError
 from environments.server.state import STATE, ServerState
 
-__all__ = ["build_app"]
+__all__ = ["DisplayUnavailable", "build_app"]
 
 _log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class DisplayUnavailable(RuntimeError):
+    """The X display in DISPLAY cannot be opened; the server refuses to start."""
 
 
 def _json_error(status: int, message: str) -> web.Response:
@@ -79,6 +83,10 @@ def build_app(config: ServerConfig, environ: Mapping[str, str] | None = None) ->
     app.add_routes(routes_desktop.routes)
 
     async def _warm_up(app: web.Application) -> None:
+        try:
+            await app[STATE].capture.size()
+        except Exception as exc:
+            raise DisplayUnavailable(f"cannot open display {app[STATE].env.get('DISPLAY')}: {exc}") from exc
         try:
             await app[STATE].executor.start()
         except ExecutorError as exc:

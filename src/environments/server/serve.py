@@ -13,7 +13,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from environments.server.app import build_app
+from environments.server.app import DisplayUnavailable, build_app
 from environments.server.config import ConfigError, ServerConfig, parse_args
 from environments.server.state import STATE
 
@@ -74,5 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.environ.get("DISPLAY"):
         print("error: DISPLAY is not set; start the server with DISPLAY=:N of the desktop", file=sys.stderr)
         return 2
-    asyncio.run(serve(config))
+    try:
+        asyncio.run(serve(config))
+    except DisplayUnavailable as exc:
+        print(f"error: {exc}; start Xvfb first and pass its DISPLAY", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot listen on {config.host}:{config.port}: {exc.strerror}", file=sys.stderr)
+        return 1
     return 0

@@ -113,3 +113,17 @@ async def test_chunked_upload_over_the_limit_gets_413(
         )
     assert reply.status_code == 413
     assert os.listdir(target.parent) == []
+
+
+def test_refuses_to_start_without_a_reachable_display(tmp_path: Path) -> None:
+    number = next(n for n in range(4000, 5000) if not os.path.exists(f"/tmp/.X11-unix/X{n}"))
+    result = subprocess.run(
+        [sys.executable, "-m", "environments.server", "--port-file", str(tmp_path / "port")],
+        env={**os.environ, "DISPLAY": f":{number}", "AGENT_S3_SERVER_TOKEN": "t"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert f"cannot open display :{number}" in result.stderr
+    assert not (tmp_path / "port").exists()
