@@ -16,9 +16,9 @@ import numpy as np
 from PIL import Image
 
 from gprm.elements import UIElement
-from gprm.ocr import Word
+from gprm.ocr import OcrEngine, Word
 
-__all__ = ["ControlOptions", "detect_controls", "merge_elements"]
+__all__ = ["ControlOptions", "detect_controls", "drop_glyphs", "merge_elements", "read_labels"]
 
 Box = tuple[int, int, int, int]
 
@@ -98,6 +98,54 @@ def detect_controls(img: Image.Image, text_boxes: list[Box], options: ControlOpt
         if len(kept) >= opts.max_controls:
             break
     return sorted(kept, key=lambda b: (b[1], b[0]))
+
+
+def read_labels(engine: OcrEngine, img: Image.Image, controls: list[Box], phrases: list[Word], *,
+                scale: int = 2, gap: int = 16, max_height: int = 80, max_width: int = 600) -> list[Word]:
+    """Words inside controls the full-screen pass left unread, from one extra OCR call.
+
+    Whole-screen OCR skips short labels on filled buttons; the unread controls are cropped
+    (inside their outline), enlarged, stacked on a white sheet and read at once, and each
+    word is mapped back to the control whose band it fell in.
+    """
+    unread = [b for b in controls
+              if b[3] - b[1] <= max_height and b[2] - b[0] <= max_width
+              and not any(_intersection(w.box, b) >= 0.5 * _area(w.box) for w in phrases)]
+    # Outermost only: the letters of a label are outlined too, and are read with their button.
+    unread = [b for b in unread if not any(o != b and _intersection(b, o) >= 0.9 * _area(b) for o in unread)]
+    if not unread:
+        return []
+    crops, bands, y = [], [], gap
+    for box in unread:
+        inner = (box[0] + 2, box[1] + 2, max(box[0] + 3, box[2] - 2), max(box[1] + 3, box[3] - 2))
+        crop = img.crop(inner).convert("RGB")
+        crop = crop.resize((crop.width * scale, crop.height * scale), Image.Resampling.BICUBIC)
+        crops.append((crop, y))
+        bands.append((y, y + crop.height, inner))
+        y += crop.height + gap
+    sheet = Image.new("RGB", (max(c.width for c, _ in crops) + 2 * gap, y), (255, 255, 255))
+    for crop, top in crops:
+        sheet.paste(crop, (gap, top))
+    out: list[Word] = []
+    for word in engine.words(sheet):
+        cy = (word.box[1] + word.box[3]) / 2
+        for i, (top, bottom, inner) in enumerate(bands):
+            if top <= cy < bottom:
+                left = inner[0] + (word.box[0] - gap) / scale
+                right = inner[0] + (word.box[2] - gap) / scale
+                upper = inner[1] + (word.box[1] - top) / scale
+                lower = inner[1] + (word.box[3] - top) / scale
+                box = (max(inner[0], round(left)), max(inner[1], round(upper)),
+                       min(inner[2], round(right)), min(inner[3], round(lower)))
+                if box[2] > box[0] and box[3] > box[1]:
+                    out.append(Word(word.text, box, 1_000_000 + i, word.score))
+                break
+    return out
+
+
+def drop_glyphs(controls: list[Box], phrases: list[Word]) -> list[Box]:
+    """Controls that are not the letters of a phrase read later."""
+    return [b for b in controls if not any(_is_glyphs(b, w.box) for w in phrases)]
 
 
 def merge_elements(phrases: list[Word], controls: list[Box], options: ControlOptions | None = None,

@@ -24,7 +24,7 @@ import numpy as np
 from PIL import Image
 
 from core.images import decode_png, encode_png
-from gprm.controls import ControlOptions, detect_controls, merge_elements
+from gprm.controls import ControlOptions, detect_controls, drop_glyphs, merge_elements, read_labels
 from gprm.elements import ParsedScreen, UIElement, draw_marks
 from gprm.ocr import OcrBackend, OcrEngine, Word, make_ocr, phrases
 
@@ -56,12 +56,15 @@ class LocalUIParser:
     """OCR phrases and outline-detected controls, merged; blocking work runs in a thread."""
 
     def __init__(self, ocr: OcrBackend | OcrEngine | None = None, *, controls: bool = True,
-                 control_options: ControlOptions | None = None, trim_background: bool = True) -> None:
+                 control_options: ControlOptions | None = None, trim_background: bool = True,
+                 read_control_labels: bool = True) -> None:
         self._ocr_choice = ocr
         self._ocr: OcrEngine | None = ocr if ocr is not None and not isinstance(ocr, str) else None
         self.controls = controls
         self.control_options = control_options or ControlOptions()
         self.trim_background = trim_background
+        #: Read unlabelled controls again, enlarged (one more OCR call on a small sheet).
+        self.read_control_labels = read_control_labels
 
     @property
     def ocr(self) -> OcrEngine:
@@ -89,6 +92,10 @@ class LocalUIParser:
         grouped = phrases(words)
         boxes = (detect_controls(img, [w.box for w in grouped], self.control_options)
                  if self.controls else [])
+        if boxes and self.read_control_labels:
+            labels = phrases(read_labels(self.ocr, img, boxes, grouped))
+            boxes = drop_glyphs(boxes, labels)
+            grouped += labels
         elements = merge_elements(grouped, boxes, self.control_options, source=self.ocr.name)
         overlay = encode_png(draw_marks(img, elements))
         return ParsedScreen(width=img.width, height=img.height, elements=elements, overlay_png=overlay,
