@@ -35,8 +35,9 @@ async def judge(ctx: RoleContext) -> Asked[JudgeReply]:
     image = await ctx.view.image(final.step, final.role) if final is not None else None
     record = ctx.record
     failures = [f"{f.what}: {f.attempts[-1].error}" for f in record.failures if f.attempts]
-    user = render("judge_user", **ctx.history_values(), passes=record.passes, reviews=record.reviews,
-                  failures=failures,
+    user = render("judge_user", **ctx.history_values(), passes=record.passes,
+                  reviews={v.round: v for v in record.reviews},
+                  pass_indices={p.index for p in record.passes}, failures=failures,
                   final_screen=final.label if image is not None and final is not None else "")
     messages = [
         ChatMessage(role="system", content=render("judge_system"), cache=True),

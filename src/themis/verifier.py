@@ -47,6 +47,7 @@ async def verify(ctx: RoleContext, milestone: Milestone, *,
         error=step.step.error or "",
         images=images_text or "none",
         history=view.history(upto=milestone.step, thought_chars=ctx.options.thought_chars // 3),
+        final=view.steps[-1].line(ctx.options.thought_chars) if view.steps[-1].terminal else "",
     )
     messages = [
         ChatMessage(role="system", content=render("verifier_system"), cache=True),

@@ -34,7 +34,7 @@ def png(label: str, colour: str) -> bytes:
 def build_rollout(root: Path, *, task_id: str = "task-a", k: int = 0, actions: int = 3,
                   instruction: str = "Type hello into the editor and save the file as notes.txt",
                   terminal: bool = True, screens: list[str] | None = None, score: float | None = None,
-                  platform: str = "ubuntu") -> tuple[Task, RolloutDir]:
+                  platform: str = "ubuntu", final_action: dict[str, Any] | None = None) -> tuple[Task, RolloutDir]:
     """A finished rollout: `actions` acting steps with before/after screens, then (when
     `terminal`) a done step with only a before-screen. Screen i is `screens[i]` (a colour);
     by default every screen differs."""
@@ -51,7 +51,7 @@ def build_rollout(root: Path, *, task_id: str = "task-a", k: int = 0, actions: i
                     action={"kind": "click", "element_description": f"button {i}"})
         rd.append_step(step, {"before": png(f"screen {i}", colours[i]), "after": png(f"screen {i + 1}", colours[i + 1])})
     if terminal:
-        rd.append_step(Step(index=actions, thought="The task is complete.", action={"kind": "done"}),
+        rd.append_step(Step(index=actions, thought="The task is complete.", action=final_action or {"kind": "done"}),
                        {"before": png(f"screen {actions}", colours[actions])})
     rd.finish("done" if terminal else "step_limit", score=score)
     return task, rd

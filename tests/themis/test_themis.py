@@ -116,7 +116,7 @@ async def test_the_reviewer_loop_stops_at_two_rounds(runs: Path) -> None:
     assert [r.round for r in record.reviews] == [1, 2] and len(record.passes) == 3
     assert verdict.reward == 0  # uncertain is not completed
     judge_prompt = user_text(roles.seen["judge"][0])
-    assert "Review round 2: concerns raised" in judge_prompt and "Pass after review round 2" in judge_prompt
+    assert "Review round 2: concerns raised" in judge_prompt and "Pass answering review round 2" in judge_prompt
 
 
 def stop_handler(request: ScriptRequest) -> str:
@@ -244,7 +244,8 @@ async def test_a_failed_call_is_retried_and_a_failed_judge_gives_zero(runs: Path
 
 
 async def test_a_qa_judgement_needs_a_confirmed_answer(runs: Path) -> None:
-    task, rd = build_rollout(runs, actions=1, instruction="How many rows does the sheet have? Answer with a number.")
+    task, rd = build_rollout(runs, actions=1, instruction="How many rows does the sheet have? Answer with a number.",
+                             final_action={"kind": "done", "answer": "12 rows"})
     bad = js(decision="completed", reason="The agent said 12.", qa={"is_qa": True, "final_answer": "12 rows"})
     good = js(decision="not_completed", reason="The answer has extra words.",
               qa={"is_qa": True, "final_answer": "12 rows", "answer_ok": False})
@@ -255,6 +256,9 @@ async def test_a_qa_judgement_needs_a_confirmed_answer(runs: Path) -> None:
     script.assert_done()
     assert "answer_ok" in user_text(roles.seen["judge"][1]) and verdict.reward == 0
     assert "question" in roles.seen["selector_initial"][0].messages[0].text()
+    # The verifier of the milestone at step 0 is shown the agent's final answer.
+    assert 'How the agent ended' in user_text(roles.seen["verifier"][0])
+    assert 'done({"answer": "12 rows"})' in user_text(roles.seen["verifier"][0])
 
 
 async def test_saved_verdicts_are_reused_only_for_the_same_critic(runs: Path) -> None:
