@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from core.protocols import EnvError, EnvironmentLost
+from environments.osworld import OSWorldClient
 from environments.server.config import ConfigError, parse_args
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
@@ -127,3 +129,10 @@ def test_refuses_to_start_without_a_reachable_display(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert f"cannot open display :{number}" in result.stderr
     assert not (tmp_path / "port").exists()
+
+
+async def test_client_with_a_wrong_token_gets_one_clear_error(server: Any) -> None:
+    async with OSWorldClient(server.url, "wrong-token", retries=0) as client:
+        with pytest.raises(EnvError, match="refused the token") as caught:
+            await client.screenshot()
+    assert not isinstance(caught.value, EnvironmentLost)
