@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["CommandOutput", "TaskClient", "command_output"]
+__all__ = ["CommandOutput", "TaskClient", "command_not_run", "command_output"]
 
 
 @runtime_checkable
@@ -64,3 +64,21 @@ def command_output(reply: Any) -> CommandOutput:
             )
         )
     return CommandOutput((int(reply.returncode), str(reply.stdout or ""), str(reply.stderr or "")))
+
+
+def command_not_run(reply: Any) -> str | None:
+    """Why a command never ran to an exit (timeout, missing program), or None if it did.
+
+    OSWorld's server answers such cases with ``{status: "error", message}`` and no return
+    code; `OSWorldClient` turns them into status ``timeout``, or ``error`` with code -1 and
+    the message as stderr.
+    """
+    if isinstance(reply, dict):
+        if reply.get("status") == "error" and "returncode" not in reply and "return_code" not in reply:
+            return str(reply.get("message") or "the server reported an error")
+        return None
+    if reply.status == "timeout":
+        return "timed out"
+    if reply.status == "error" and reply.returncode == -1 and not reply.stdout:
+        return str(reply.stderr or "the server reported an error")
+    return None

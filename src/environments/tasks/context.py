@@ -2,7 +2,10 @@
 
 This runner has no network: a `download` or `cloud_file` URL is served only from a local path
 (``file://...``, an absolute path, or a path relative to the task file) or from the task's
-cache folder, which uses OSWorld's cache names so an OSWorld cache can be copied in.
+cache folder, which uses OSWorld's cache names so an OSWorld cache can be copied in. Local
+paths must lie inside the task's file tree (by default the folder two levels above the task
+file, i.e. the root of an ``examples/<domain>/<id>.json`` layout) or the cache, so a task
+file cannot copy arbitrary host files (keys, credentials) into a desktop.
 """
 
 from __future__ import annotations
@@ -29,10 +32,19 @@ class TaskContext:
     client_password: str = "password"
     #: Filled on first use of a ``{SCREEN_*}`` placeholder.
     screen_size: tuple[int, int] | None = None
+    #: Host folders local files may come from; empty means the task's tree (see module doc).
+    file_roots: tuple[Path, ...] = ()
 
     @property
     def task_id(self) -> str:
         return self.task.id
+
+    def allowed_roots(self) -> tuple[Path, ...]:
+        """Where `resolve_local` may read: `file_roots` (or the task's tree) and the cache."""
+        roots = list(self.file_roots)
+        if not roots and self.task.base_dir is not None:
+            roots.append(self.task.base_dir.parent.parent)
+        return (*(r.resolve() for r in roots), self.cache_dir.resolve())
 
     def cache_path(self, name: str) -> Path:
         """A file inside the cache folder; names that climb out of it are refused."""
@@ -59,7 +71,13 @@ def resolve_local(ctx: TaskContext, url: str, cached_name: str) -> Path:
         if not candidate.is_absolute() and ctx.task.base_dir is not None:
             candidate = ctx.task.base_dir / candidate
     if candidate is not None and candidate.is_file():
-        return candidate
+        resolved = candidate.resolve()
+        if not any(resolved.is_relative_to(root) for root in ctx.allowed_roots()):
+            raise TaskRunError(
+                f"task {ctx.task_id}: local file {candidate} is outside the task's folders; "
+                "copy it beside the task or into its cache"
+            )
+        return resolved
     cached = ctx.cache_dir / cached_name
     if cached.is_file():
         return cached

@@ -39,7 +39,12 @@ def check_evaluator(task: OSWorldTask) -> None:
 
 
 async def run_setup(client: TaskClient, ctx: TaskContext) -> None:
-    """Prepare the desktop for the task: its `config` steps, in order."""
+    """Prepare the desktop for the task: its `config` steps, in order.
+
+    The evaluator is checked first too, so a task that could never be scored fails before
+    an agent spends a rollout on it.
+    """
+    check_evaluator(ctx.task)
     await run_steps(client, ctx.task.config, ctx)
 
 

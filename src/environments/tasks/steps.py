@@ -3,7 +3,8 @@
 Semantics follow OSWorld's host-side setup controller: placeholders are filled in commands,
 `execute` may save outputs to the cache and repeat `until` a condition holds, `download`
 uploads a host file into the desktop. Unlike OSWorld, any failed step stops the setup with
-one error naming the task, the step and its type, so a half-prepared desktop is never scored.
+one error naming the task, the step and its type, so a half-prepared desktop is never scored;
+a command that ran and exited non-zero is not a failure (OSWorld's setups rely on that).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import shlex
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from environments.tasks.client import TaskClient, command_output
+from environments.tasks.client import TaskClient, command_not_run, command_output
 from environments.tasks.context import TaskContext, download_cache_name, resolve_local
 from environments.tasks.errors import TaskError, TaskRunError, UnsupportedStep
 from environments.tasks.model import SetupStep
@@ -73,7 +74,11 @@ async def _execute(client: TaskClient, params: dict[str, Any], ctx: TaskContext)
     until = params.get("until") or {}
     deadline = asyncio.get_running_loop().time() + UNTIL_LIMIT_S
     while True:
-        code, out, err = command_output(await client.execute(command, shell=shell))
+        reply = await client.execute(command, shell=shell)
+        problem = command_not_run(reply)
+        if problem is not None:
+            raise TaskRunError(f"command {command!r} did not run: {problem}")
+        code, out, err = command_output(reply)
         if not until or _until_met(until, code, out, err):
             break
         if asyncio.get_running_loop().time() > deadline:

@@ -110,3 +110,4 @@ def support_report(tasks: Iterable[OSWorldTask]) -> SupportReport:
             if not _needs_network(task):
                 report.offline += 1
     return report
+

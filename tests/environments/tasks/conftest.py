@@ -42,16 +42,20 @@ class ShellClient:
             if shell:
                 command = shlex.join(command)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
-        proc = await asyncio.to_thread(
-            subprocess.run,
-            command,
-            shell=shell,
-            cwd=self.home,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        try:
+            proc = await asyncio.to_thread(
+                subprocess.run,
+                command,
+                shell=shell,
+                cwd=self.home,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            # What OSWorld's server answers (HTTP 500) when a command cannot run to an exit.
+            return {"status": "error", "message": str(exc)}
         return {
             "status": "success",
             "output": proc.stdout,

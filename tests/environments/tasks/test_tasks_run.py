@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from core.protocols import ExecResult
 from environments.tasks import TaskRunError, UnsupportedGetter, UnsupportedMetric, UnsupportedStep
+from environments.tasks.client import command_not_run, command_output
 from environments.tasks.evaluate import evaluate, run_setup
 from environments.tasks.steps import UNTIL_INTERVAL_S
 
@@ -248,3 +250,35 @@ async def test_unsupported_metric_getter_and_postconfig_are_named(shell_client, 
             await evaluate(shell_client, ctx)
         assert str(info.value).startswith("task unsup:") and needle in str(info.value)
     assert shell_client.calls == []
+
+
+async def test_local_files_outside_the_task_tree_are_refused(shell_client, make_ctx) -> None:
+    ctx = make_ctx({"id": "leak", "config": [_step("upload_file", files=[{"local_path": "/etc/hostname", "path": "~/h"}])]})
+    with pytest.raises(TaskRunError, match="task leak: local file /etc/hostname is outside the task's folders"):
+        await run_setup(shell_client, ctx)
+    assert not (shell_client.home / "h").exists()
+
+
+async def test_command_that_cannot_run_fails_setup_but_nonzero_exit_does_not(shell_client, make_ctx) -> None:
+    ctx = make_ctx({"config": [_step("execute", command=["false"]), _step("execute", command=["no-such-program-4711"])]})
+    with pytest.raises(TaskRunError, match=r"step 1 \(execute\) failed: command \['no-such-program-4711'\] did not run"):
+        await run_setup(shell_client, ctx)
+
+
+def test_command_not_run_reads_both_reply_shapes() -> None:
+    assert command_not_run({"status": "error", "message": "timed out"}) == "timed out"
+    assert command_not_run({"status": "success", "output": "", "error": "", "returncode": 2}) is None
+    assert command_not_run(ExecResult("timeout", -1)) == "timed out"
+    assert command_not_run(ExecResult("error", -1, "", "No such file")) == "No such file"
+    assert command_not_run(ExecResult("error", 1, "", "grep: x")) is None
+    assert command_output(ExecResult("ok", 0, "out", "err")) == (0, "out", "err")
+    assert command_output({"output": "o", "error": "", "return_code": 3}).returncode == 3
+
+
+async def test_setup_refuses_a_task_it_could_never_score(shell_client, make_ctx) -> None:
+    ctx = make_ctx(
+        {"id": "pdf", "config": [_step("execute", command="touch ~/ran", shell=True)], "evaluator": {"func": "compare_pdfs"}}
+    )
+    with pytest.raises(UnsupportedMetric, match="task pdf: metric 'compare_pdfs'"):
+        await run_setup(shell_client, ctx)
+    assert not (shell_client.home / "ran").exists()

@@ -105,3 +105,20 @@ def test_core_task_round_trip(all_tasks) -> None:
         back = from_core_task(record)
         assert back.model_dump(exclude_unset=True) == task.model_dump(exclude_unset=True)
         assert back.base_dir == task.base_dir
+
+
+def test_command_line_report_skips_bad_files(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "os").mkdir()
+    (tmp_path / "os" / "good.json").write_text(
+        '{"id": "good", "instruction": "x", "config": [{"type": "login", "parameters": {}}], "evaluator": {"func": "exact_match"}}'
+    )
+    (tmp_path / "os" / "bad.json").write_text('{"id": "bad"}')
+    done = subprocess.run(
+        [sys.executable, "-m", "environments.tasks", str(tmp_path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tasks 1: runnable here 0" in done.stdout and "login" in done.stdout
+    assert "skipped:" in done.stderr and "bad.json: required field 'instruction' is missing" in done.stderr
