@@ -24,6 +24,7 @@ from .lastk import LastKCritic, tally
 from .metrics import Confusion, Scores, score, score_by_platform
 from .options import LastKOptions, SequentialOptions, ThemisOptions
 from .record import ThemisRecord, Verdict, load_verdict, save_verdict, verdict_path
+from .runs import export_accepted, run_items
 from .sequential import SequentialCritic
 from .view import TaskInfo, TrajectorySource
 
@@ -46,6 +47,7 @@ __all__ = [
     "TrajectorySource",
     "Verdict",
     "bench_critic",
+    "export_accepted",
     "grade_many",
     "grade_rollout",
     "labels_from_run",
@@ -55,6 +57,7 @@ __all__ = [
     "make_critic",
     "render_table",
     "results_json",
+    "run_items",
     "save_verdict",
     "score",
     "score_by_platform",
