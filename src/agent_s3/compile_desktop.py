@@ -74,11 +74,28 @@ def _write(text: str, opts: DesktopOptions) -> list[str]:
     if text.isascii():
         return [f"pyautogui.write({text!r}, interval={opts.type_interval!r})"]
     if opts.platform == "ubuntu":
-        # pyautogui drops non-ASCII on X11; xdotool types any Unicode, given as one argument.
+        # pyautogui drops non-ASCII on X11; xdotool types any Unicode, passed as one argument.
+        # It drops newlines, so lines are typed one by one with Enter between them; and it
+        # restores its borrowed keycode so soon after the last key that an application can
+        # miss a final non-ASCII character, so that one is typed alone, with a longer delay.
         delay = str(max(1, round(opts.type_interval * 1000)))
+        pieces: list[tuple[str, str]] = []
+        for i, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")):
+            if i:
+                pieces.append(("enter", ""))
+            if line and not line[-1].isascii():
+                pieces += [("type", line[:-1]), ("slow", line[-1])] if line[:-1] else [("slow", line)]
+            elif line:
+                pieces.append(("type", line))
         return [
             "import subprocess",
-            f"subprocess.run(['xdotool', 'type', '--delay', {delay!r}, '--', {text!r}], check=True)",
+            f"pieces = {pieces!r}",
+            "for how, piece in pieces:",
+            "    if how == 'enter':",
+            "        pyautogui.press('enter')",
+            "    else:",
+            f"        delay = '100' if how == 'slow' else {delay!r}",
+            "        subprocess.run(['xdotool', 'type', '--delay', delay, '--', piece], check=True)",
         ]
     return [*_windows_clipboard(text), "pyautogui.hotkey('ctrl', 'v')", "time.sleep(0.2)"]
 
@@ -147,14 +164,17 @@ def _open(a: Open, opts: DesktopOptions) -> list[str]:
             "import os, shutil, subprocess",
             f"name = {name!r}",
             "path = os.path.expanduser(name)",
+            # Detached, with no inherited pipes, so an executor that collects output returns.
+            "quiet = dict(start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
+            " stderr=subprocess.DEVNULL)",
             "if os.path.exists(path):",
-            "    subprocess.Popen(['xdg-open', path], start_new_session=True)",
+            "    subprocess.Popen(['xdg-open', path], **quiet)",
             "else:",
             "    words = name.lower().split()",
             "    exe = shutil.which('-'.join(words)) or shutil.which(words[0] if words else name)",
             "    if exe is None:",
             "        raise SystemExit(f'no application or file named {name!r}')",
-            "    subprocess.Popen([exe], start_new_session=True)",
+            "    subprocess.Popen([exe], **quiet)",
         ]
     # Ubuntu's Super key opens the launcher search, Windows' opens the Start menu.
     return [

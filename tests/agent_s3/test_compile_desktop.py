@@ -103,15 +103,21 @@ def test_ascii_text_is_embedded_exactly(platform: str, text: str) -> None:
     assert out.pointer_events == []
 
 
-@pytest.mark.parametrize("text", ["héllo wörld", "日本語 $(id)\n", "emoji ✓ 'q' \\"])
-def test_non_ascii_on_ubuntu_goes_through_xdotool_argument_list(text: str) -> None:
+@pytest.mark.parametrize("text", ["héllo wörld", "日本語 $(id)\n", "emoji ✓ 'q' \\\r\nnext ✓"])
+def test_non_ascii_on_ubuntu_goes_through_xdotool_argument_lists(text: str) -> None:
     out = compiled(TypeText(text=text), "ubuntu")
-    runs = [c for c in calls(out.code) if c[0] == "subprocess.run"]
-    assert len(runs) == 1
-    argv = runs[0][1][0]
-    assert argv[:2] == ["xdotool", "type"] and argv[-2:] == ["--", text]
-    assert runs[0][2] == {"check": True}
-    assert "shell" not in runs[0][2]
+    tree = ast.parse(out.code)
+    (pieces,) = [
+        ast.literal_eval(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "pieces"
+    ]
+    typed = "".join("\n" if how == "enter" else piece for how, piece in pieces)
+    assert typed == text.replace("\r\n", "\n")
+    assert all(how != "slow" or (len(p) == 1 and not p.isascii()) for how, p in pieces)
+    (run,) = [c for c in calls(out.code) if c[0] == "subprocess.run"]
+    assert run[1][0] == "['xdotool', 'type', '--delay', delay, '--', piece]"
+    assert run[2] == {"check": True}
     assert not [c for c in pyautogui_calls(out.code) if c[0] == "pyautogui.write"]
 
 
