@@ -1,14 +1,15 @@
 """Step latency of a desktop: screenshot and action through the controller server.
 
-Prints, for each operation, the median through the server, the same operation done in this
-process (the floor an HTTP server can approach), and OSWorld's own server on this kind of
-machine (120 ms per screenshot, 335 ms per pyautogui action through `/execute`), as ratios.
+Prints, for each operation (in ms unless its name gives a unit), the median through the
+server, the same operation done in this process (the floor an HTTP server can approach),
+and OSWorld's own server on this kind of machine (120 ms per screenshot, 335 ms per
+pyautogui action through `/execute`), as ratios. The machine is shared: compare ratios.
 
     python benchmarks/env_step.py [-n 40] [--size 1920x1080]
 
 Measurements are functions from a `BenchDesktop` to rows; `measure_step` is the one here.
-Revert time and memory per desktop belong to the local provider and are added as further
-`measure_*` functions called from `main`.
+Revert time and the memory of a whole desktop (Xvfb, window manager, apps) belong to the
+local provider and are added as further `measure_*` functions called from `run`.
 """
 
 from __future__ import annotations
@@ -119,10 +120,42 @@ async def measure_step(desktop: BenchDesktop, n: int) -> list[Row]:
     ]
 
 
+def _pss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        for line in rollup:
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def measure_server_memory(desktop: BenchDesktop) -> list[Row]:
+    """PSS of the controller server and its warm executor (part of a desktop's footprint)."""
+    server = _pss_mb(desktop.server_pid)
+    children = sum(_pss_mb(pid) for pid in _children(desktop.server_pid))
+    return [
+        Row(
+            "memory: server + executor (PSS MB)",
+            server + children,
+            note=f"server {server:.1f}, executor {children:.1f}",
+        )
+    ]
+
+
 def print_rows(rows: list[Row]) -> None:
-    header = (
-        f"{'operation':36} {'server ms':>10} {'in-proc ms':>11} {'ratio':>7} {'OSWorld ms':>11} {'ratio':>7}"
-    )
+    header = f"{'operation':36} {'server':>10} {'in-proc':>11} {'ratio':>7} {'OSWorld':>11} {'ratio':>7}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -193,7 +226,8 @@ async def run(width: int, height: int, n: int) -> list[Row]:
             os.environ.setdefault("XAUTHORITY", "/dev/null")
             async with OSWorldClient(url, token) as client:
                 desktop = BenchDesktop(display, width, height, client, pid)
-                return await measure_step(desktop, n)
+                rows = await measure_step(desktop, n)
+                return rows + measure_server_memory(desktop)
 
 
 def main(argv: list[str] | None = None) -> int:
