@@ -89,7 +89,7 @@ class Grounder:
         self.config = config or GroundingConfig()
         self.platform = platform
         self.ocr = ocr or OcrReader(psm=self.config.tesseract_psm)
-        self._cache: dict[tuple[str, str], tuple[Point, ModelCall]] = {}
+        self._cache: dict[tuple[str, str], asyncio.Future[tuple[Point, ModelCall]]] = {}
         self._digest = ""
 
     def _space(self, png: bytes) -> tuple[float, float]:
@@ -135,14 +135,27 @@ class Grounder:
         return [ChatMessage(role="user", content=[TextPart(text=prompt), image])]
 
     async def locate(self, description: str, png: bytes, screen: tuple[int, int]) -> tuple[Point, ModelCall]:
-        """The screen point of the element `description` on screenshot `png`."""
+        """The screen point of the element `description` on screenshot `png`.
+
+        Concurrent requests for the same element on the same screenshot share one call.
+        """
         digest = hashlib.sha256(png).hexdigest()
         if digest != self._digest:
             self._cache.clear()
             self._digest = digest
         key = (description, f"{screen[0]}x{screen[1]}")
-        if key in self._cache:
-            return self._cache[key]
+        task = self._cache.get(key)
+        if task is None:
+            task = asyncio.ensure_future(self._ask(description, png, screen))
+            self._cache[key] = task
+        try:
+            return await asyncio.shield(task)
+        except Exception:
+            if self._cache.get(key) is task:
+                del self._cache[key]  # a failure is not remembered; the next request asks again
+            raise
+
+    async def _ask(self, description: str, png: bytes, screen: tuple[int, int]) -> tuple[Point, ModelCall]:
         call = await call_model(
             self.model, self._messages(description, png), module="grounding", config=self.config.generate
         )
@@ -152,9 +165,7 @@ class Grounder:
                 f"The element {description!r} could not be located (the grounding reply named no point); "
                 "describe it differently or choose another action."
             )
-        point = scale(raw[0], raw[1], self._space(png), screen)
-        self._cache[key] = (point, call)
-        return point, call
+        return scale(raw[0], raw[1], self._space(png), screen), call
 
     async def ground(self, action: Action, png: bytes, screen: tuple[int, int]) -> Grounding:
         """Everything `action` needs located; nothing for actions without targets."""

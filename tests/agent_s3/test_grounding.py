@@ -169,3 +169,13 @@ async def test_ocr_reader_scales_word_boxes_to_the_screen(make_png: Callable[...
     doubled = await OcrReader().words(make_png((800, 300)), (1600, 600))
     assert [w.text for w in words][:3] == ["The", "quick", "brown"]
     assert doubled[1].left == pytest.approx(2 * words[1].left, abs=2)
+
+
+async def test_a_failed_location_is_asked_again(make_png: Callable[..., bytes]) -> None:
+    g, script = grounder(["nothing here", "(10, 20)"])
+    png = make_png()
+    with pytest.raises(GroundingError):
+        await g.locate("the OK button", png, (800, 300))
+    point, _ = await g.locate("the OK button", png, (800, 300))
+    assert point == Point(10, 20)
+    script.assert_done()

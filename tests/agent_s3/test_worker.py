@@ -248,3 +248,17 @@ async def test_windows_worker_compiles_windows_code(make_png: Callable[..., byte
     worker, _, _ = make_worker([act("agent.scroll('the page', -2)")], ["(500, 500)"], platform="windows")
     p = await worker.step(TASK, make_png(), SCREEN)
     assert "pyautogui.scroll(-240)" in p.code
+
+
+async def test_candidates_naming_the_same_element_share_one_grounding_call(
+    make_png: Callable[..., bytes],
+) -> None:
+    def reply(req: ScriptRequest) -> str:
+        return f"Seed {req.config.seed}.\n```python\nagent.click('the OK button')\n```"
+
+    worker, _, gnd = make_worker([reply, reply, reply], ["(500, 500)"])
+    props = await worker.propose(TASK, make_png(), SCREEN, seeds=[7, 8, 9])
+    assert len(props) == 3 and len(gnd.requests) == 1
+    assert {p.points["target"] for p in props} == {props[0].points["target"]}
+    assert all(p.calls[-1].module == "grounding" for p in props)
+    gnd.assert_done()
