@@ -6,6 +6,8 @@ task cannot be ``completed`` unless the judge confirms the final answer.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from core.llm import ChatMessage, TextPart
 
 from .asking import Asked
@@ -26,7 +28,7 @@ def check_judgement(ctx: RoleContext, reply: JudgeReply) -> list[str]:
     return problems
 
 
-def reward_of(reply: JudgeReply) -> int:
+def reward_of(reply: JudgeReply) -> Literal[0, 1]:
     return 1 if reply.decision == "completed" else 0
 
 

@@ -4,6 +4,8 @@ score 0/1, optionally several samples combined by a vote."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Literal
 
 from core.llm import ChatMessage, ChatModel, TextPart
 
@@ -17,16 +19,16 @@ from .view import TaskLike, TrajectorySource, load_view, task_info
 __all__ = ["LastKCritic", "tally"]
 
 
-def tally(votes: list[int], rule: str) -> int:
+def tally(votes: Sequence[int], rule: str) -> Literal[0, 1]:
     """Combine 0/1 votes: ``majority`` (more than half), ``all`` or ``any``; no votes is 0."""
     if not votes:
         return 0
     if rule == "all":
-        return int(all(votes))
+        return 1 if all(votes) else 0
     if rule == "any":
-        return int(any(votes))
+        return 1 if any(votes) else 0
     if rule == "majority":
-        return int(sum(votes) * 2 > len(votes))
+        return 1 if sum(votes) * 2 > len(votes) else 0
     raise ValueError(f"unknown vote {rule!r}: use majority, all or any")
 
 
@@ -74,6 +76,6 @@ class LastKCritic:
         error = None if answered else "no sample produced a valid reply"
         reason = (answered[-1].reason if len(record.samples) == 1 and answered
                   else f"{sum(votes)} of {len(votes)} samples said completed ({self.options.vote} vote)")
-        return Verdict(critic=self.name, model=self.model.name, reward=1 if reward else 0, reason=error or reason,
+        return Verdict(critic=self.name, model=self.model.name, reward=reward, reason=error or reason,
                        task_id=info.task_id, options=self.options.model_dump(), calls=calls,
                        seconds=time.perf_counter() - started, error=error, record=record)

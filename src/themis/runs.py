@@ -29,7 +29,7 @@ def run_items(run: RunLayout, *, include_world_failures: bool = False) -> list[t
     if not run.path.is_dir():
         raise FileNotFoundError(f"{run.path} is not a run folder: give the folder a run wrote (runs/<run_id>)")
     keep = TERMINAL_STATUSES if include_world_failures else AGENT_OUTCOMES
-    items = []
+    items: list[tuple[str, Task, RolloutDir]] = []
     for task_id in run.task_ids():
         task_dir = run.task(task_id)
         headers = {k: h for k, h in task_dir.headers().items() if h is not None and h.status in keep}

@@ -101,7 +101,8 @@ class Roles:
     A handler is a callable or a list of replies (strings or callables) used in order.
     """
 
-    handlers: dict[str, Handler | list[str | Handler]]
+    handlers: dict[str, Any]
+    """Role (``selector``, ``selector_initial`` ...) to a `Handler` or a list of replies."""
     seen: dict[str, list[ScriptRequest]] = field(default_factory=dict)
 
     def __call__(self, request: ScriptRequest) -> str:

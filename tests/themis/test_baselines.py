@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from critic_fixtures import Roles, build_rollout, images_of, js, user_text
+from critic_fixtures import Handler, Roles, build_rollout, images_of, js, user_text
 
 from core.llm import ScriptRequest
 from themis import LastKCritic, SequentialCritic, make_critic, tally
@@ -66,7 +66,7 @@ def test_tally_rules() -> None:
         tally([1], "most")
 
 
-def says(satisfied_at: int | None) -> object:
+def says(satisfied_at: int | None) -> Handler:
     def answer(request: ScriptRequest) -> str:
         hit = satisfied_at is not None and f"the screen after step {satisfied_at} " in user_text(request)
         return js(reason="looked", satisfied=hit)

@@ -62,7 +62,7 @@ def test_degenerate_cases_are_defined() -> None:
 
 
 def test_table_and_json_show_undefined_values_as_such() -> None:
-    labels = [LabelEntry(id=str(i), label=t[0], platform=t[2]) for i, t in enumerate(TRIPLES)]
+    labels = [LabelEntry.model_validate({"id": str(i), "label": t[0], "platform": t[2]}) for i, t in enumerate(TRIPLES)]
     result = score_predictions("judge-x", labels, {str(i): t[1] for i, t in enumerate(TRIPLES)})
     table = render_table([result])
     lines = table.splitlines()
