@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, TextPart
+from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, TextPart
 from gprm.history import HistoryStep, history_lines
 from gprm.prompts import render
 from gprm.records import MemoryRecord
@@ -78,8 +78,8 @@ class DynamicMemory:
                                               module=MODULE, config=self.config)
             keep = validate_retrieval(parse_list(reply.text), n)
             how = "model"
-        except ReplyError as e:
-            keep, how, problem = min(self.fallback_recent, n), "fallback", str(e)
+        except (ReplyError, ModelCallError) as e:
+            keep, how, problem = min(self.fallback_recent, n), "fallback", str(e)[:500]
         early = n - keep
         if early == 0:
             summary = None
@@ -108,6 +108,9 @@ class DynamicMemory:
         messages = [ChatMessage(role="system", content=render("memory_summary_system")),
                     ChatMessage(role="user", content=render("memory_summary_user", goal=goal,
                                                             previous_summary=previous, lines=lines))]
-        reply = await self.model.generate(messages, module=MODULE, config=self.config)
+        try:
+            reply = await self.model.generate(messages, module=MODULE, config=self.config)
+        except ModelCallError:
+            return previous or ""
         sentence = " ".join(reply.text.split())
         return sentence[:1000] if sentence else (previous or "")

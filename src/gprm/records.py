@@ -33,7 +33,7 @@ class RoutingRecord(BaseModel):
 
     tools: list[ToolUse] = Field(default_factory=list)
     thoughts: list[str] = Field(default_factory=list)
-    stop: Literal["terminate", "cap", "all_tools_used", "repeat", "unknown_tool", "unparseable", "no_action"] = "terminate"
+    stop: Literal["terminate", "cap", "all_tools_used", "repeat", "unknown_tool", "unparseable", "no_action", "error"] = "terminate"
     """Why the loop ended."""
     answer: str | None = None
     """The Terminate tool's answer, when the model ended the loop."""

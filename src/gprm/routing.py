@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.images import decode_png, downscale, encode_png
-from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, Part, TextPart
+from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
 from gprm.history import Candidate
 from gprm.prompts import render
 from gprm.records import RoutingRecord, ToolUse
@@ -69,8 +69,12 @@ class Router:
                 record.stop = "all_tools_used"
                 break
             messages = self._messages(goal, history, candidates, record.tools, available, screenshot, tools.images)
-            reply = await self.model.generate(messages, module=MODULE, config=self.config)
             record.calls += 1
+            try:
+                reply = await self.model.generate(messages, module=MODULE, config=self.config)
+            except ModelCallError as e:
+                record.stop, record.problem = "error", f"the routing call failed: {str(e)[:300]}"
+                break
             parsed = first_json_object(reply.text)
             actions = _actions(parsed) if parsed is not None else None
             if parsed is None or actions is None:
@@ -96,14 +100,14 @@ class Router:
                 answer = args.get("answer", args.get("ans"))
                 record.answer = None if answer is None else str(answer)[:1000]
                 return True
+            if len(used) >= self.max_calls:
+                record.stop = "cap"
+                return True
             if name in used:
                 record.stop, record.problem = "repeat", f"refused to call {name} a second time"
                 return True
             if name not in available:
                 record.stop, record.problem = "unknown_tool", f"no tool named {name!r} is available"
-                return True
-            if len(used) >= self.max_calls:
-                record.stop = "cap"
                 return True
             used.append(name)
             record.tools.append(await tools.run(name, args))

@@ -1,0 +1,114 @@
+"""The routing loop: at most `max_calls` tools, never one tool twice, terminate, bad replies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gprm_screens import RenderedScreen
+from gprm_scripts import route
+
+from core.llm import ChatModel, Reply, Script
+from gprm import Candidate, LocalUIParser, ParsedScreen, Perception, Router
+
+CANDIDATES = [Candidate(action="click(element='Submit')"), Candidate(action="click(element='Cancel')")]
+
+
+@dataclass
+class CountingParser:
+    """The real local parser, counting its calls."""
+
+    inner: LocalUIParser = field(default_factory=lambda: LocalUIParser("tesseract"))
+    calls: int = 0
+    name: str = "counting"
+
+    async def parse(self, screenshot: bytes) -> ParsedScreen:
+        self.calls += 1
+        return await self.inner.parse(screenshot)
+
+
+def _tools(rendered: RenderedScreen, parser: CountingParser) -> Perception:
+    return Perception(rendered.png, parser=parser, point_mode="ocr")
+
+
+async def test_two_tools_then_the_cap_ends_the_loop_without_another_call(rendered: RenderedScreen) -> None:
+    script = Script("router", [Reply(text=route("ui_parser")), Reply(text=route("point", target="'Submit'"))])
+    parser = CountingParser()
+    result = await Router(ChatModel.from_name("scripted/router"), max_calls=2).gather(
+        "Submit the form", "", CANDIDATES, _tools(rendered, parser))
+    script.assert_done()  # exactly two routing calls; a third would overrun the script
+    record = result.record
+    assert [t.name for t in record.tools] == ["ui_parser", "point"] and record.stop == "cap"
+    assert record.calls == 2 and parser.calls == 1  # the point tool reused the parse
+    first_system, second_system = (r.messages[0].text() for r in script.requests)
+    assert "- ui_parser:" in first_system and "- point:" in first_system
+    assert "- ui_parser:" not in second_system and "- point:" in second_system
+    second_user = script.requests[1].messages[1].text()
+    assert "ui_parser {} →" in second_user and "'Submit'" in second_user
+    assert len(script.requests[1].messages[1].parts()) == 3  # text, screenshot, the overlay
+    assert set(result.images) == {"ui_parser", "point"}
+
+
+async def test_a_repeated_tool_is_refused_and_not_run_again(rendered: RenderedScreen) -> None:
+    script = Script("router", [Reply(text=route("ui_parser")), Reply(text=route("ui_parser"))])
+    parser = CountingParser()
+    result = await Router(ChatModel.from_name("scripted/router"), max_calls=2).gather(
+        "Submit the form", "", CANDIDATES, _tools(rendered, parser))
+    script.assert_done()
+    assert [t.name for t in result.record.tools] == ["ui_parser"] and parser.calls == 1
+    assert result.record.stop == "repeat" and "second time" in (result.record.problem or "")
+
+
+async def test_one_reply_asking_for_three_tools_runs_only_up_to_the_cap(rendered: RenderedScreen) -> None:
+    script = Script("router", [Reply(text=route("ui_parser", "point", "ui_parser", target="Cancel"))])
+    result = await Router(ChatModel.from_name("scripted/router"), max_calls=2).gather(
+        "g", "", CANDIDATES, _tools(rendered, CountingParser()))
+    script.assert_done()
+    assert [t.name for t in result.record.tools] == ["ui_parser", "point"] and result.record.stop == "cap"
+
+
+async def test_cap_of_one(rendered: RenderedScreen) -> None:
+    script = Script("router", [Reply(text=route("point", target="Cancel"))])
+    result = await Router(ChatModel.from_name("scripted/router"), max_calls=1).gather(
+        "g", "", CANDIDATES, _tools(rendered, CountingParser()))
+    script.assert_done()
+    assert [t.name for t in result.record.tools] == ["point"] and result.record.stop == "cap"
+
+
+async def test_when_every_tool_has_run_the_loop_ends_without_asking(rendered: RenderedScreen) -> None:
+    script = Script("router", [Reply(text=route("ui_parser")), Reply(text=route("point", target="Cancel"))])
+    result = await Router(ChatModel.from_name("scripted/router"), max_calls=5).gather(
+        "g", "", CANDIDATES, _tools(rendered, CountingParser()))
+    script.assert_done()
+    assert result.record.stop == "all_tools_used" and result.record.calls == 2
+
+
+async def test_terminate_first_runs_no_tool(rendered: RenderedScreen) -> None:
+    script = Script("router", [Reply(text='{"thought": "clear", "actions": [{"name": "terminate", '
+                                          '"arguments": {"answer": "the form is visible"}}]}')])
+    parser = CountingParser()
+    result = await Router(ChatModel.from_name("scripted/router")).gather(
+        "g", "", CANDIDATES, _tools(rendered, parser))
+    script.assert_done()
+    assert result.record.tools == [] and result.record.stop == "terminate"
+    assert result.record.answer == "the form is visible" and parser.calls == 0
+
+
+async def test_unreadable_and_unknown_requests_stop_the_loop(rendered: RenderedScreen) -> None:
+    Script("router", [Reply(text="I would like to parse the screen please")])
+    result = await Router(ChatModel.from_name("scripted/router")).gather(
+        "g", "", CANDIDATES, _tools(rendered, CountingParser()))
+    assert result.record.stop == "unparseable" and result.record.tools == []
+    Script("router", [Reply(text=route("zoom"))])
+    result = await Router(ChatModel.from_name("scripted/router")).gather(
+        "g", "", CANDIDATES, _tools(rendered, CountingParser()))
+    assert result.record.stop == "unknown_tool" and "zoom" in (result.record.problem or "")
+
+
+async def test_paper_tool_names_are_understood(rendered: RenderedScreen) -> None:
+    Script("router", [Reply(text='```json\n{"thought": "t", "actions": [{"name": "omni_parser", '
+                                 '"arguments": {"image": "img_1"}}]}\n```'),
+                      Reply(text='{"name": "Terminate", "arguments": {"ans": "done"}}')])
+    result = await Router(ChatModel.from_name("scripted/router")).gather(
+        "g", "", CANDIDATES, _tools(rendered, CountingParser()))
+    assert [t.name for t in result.record.tools] == ["ui_parser"]
+    assert result.record.stop == "terminate" and result.record.answer == "done"
