@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +39,6 @@ async def test_two_thousand_screenshots_with_flat_fds_and_memory(
     server = server_factory(on=display_factory(640, 480))
     pid = server.proc.pid
     samples: list[tuple[int, int, float]] = []
-    started = time.monotonic()
     async with server.client(timeout=20.0) as client:
         done = 0
         while done < TOTAL:
@@ -49,10 +47,8 @@ async def test_two_thousand_screenshots_with_flat_fds_and_memory(
             done += CONCURRENCY
             if done % WARMUP == 0:
                 samples.append((done, _fds(pid), _rss_mb(pid)))
-    elapsed = time.monotonic() - started
     assert server.proc.poll() is None
     first, last = samples[0], samples[-1]
     assert last[0] == TOTAL
     assert last[1] - first[1] <= 2, samples
     assert last[2] - first[2] < 25.0, samples
-    assert elapsed < 60, elapsed
