@@ -23,7 +23,15 @@ from .grading import Graded, grade_many, grade_rollout
 from .lastk import LastKCritic, tally
 from .metrics import Confusion, Scores, score, score_by_platform
 from .options import LastKOptions, SequentialOptions, ThemisOptions
-from .record import ThemisRecord, Verdict, load_verdict, save_verdict, verdict_path
+from .record import (
+    LastKRecord,
+    SequentialRecord,
+    ThemisRecord,
+    Verdict,
+    load_verdict,
+    save_verdict,
+    verdict_path,
+)
 from .runs import export_accepted, run_items
 from .sequential import SequentialCritic
 from .view import TaskInfo, TrajectorySource
@@ -37,9 +45,11 @@ __all__ = [
     "LabelEntry",
     "LastKCritic",
     "LastKOptions",
+    "LastKRecord",
     "Scores",
     "SequentialCritic",
     "SequentialOptions",
+    "SequentialRecord",
     "TaskInfo",
     "ThemisCritic",
     "ThemisOptions",

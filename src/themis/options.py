@@ -59,6 +59,7 @@ class SequentialOptions(_Options):
     skip_repeats: bool = True
     """Do not ask about a screen that looks the same as one of the last few asked about."""
     repeat_window: int = Field(default=5, ge=1)
-    repeat_threshold: float = Field(default=2.0, ge=0.0)
-    """Mean squared difference (0-255 grey levels, on 64x64 thumbnails) below which two
-    screens count as the same."""
+    repeat_threshold: float = Field(default=0.1, ge=0.0)
+    """Mean squared difference (0-255 grey levels, on 64x64 thumbnails) up to which two
+    screens count as the same. Kept low on purpose: one typed character in a 1024x768
+    terminal measures about 0.45, and such a change can decide a task."""

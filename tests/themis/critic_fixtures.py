@@ -34,10 +34,11 @@ def png(label: str, colour: str) -> bytes:
 def build_rollout(root: Path, *, task_id: str = "task-a", k: int = 0, actions: int = 3,
                   instruction: str = "Type hello into the editor and save the file as notes.txt",
                   terminal: bool = True, screens: list[str] | None = None, score: float | None = None,
-                  platform: str = "ubuntu", final_action: dict[str, Any] | None = None) -> tuple[Task, RolloutDir]:
+                  platform: str = "ubuntu", final_action: dict[str, Any] | None = None,
+                  captions: bool = True) -> tuple[Task, RolloutDir]:
     """A finished rollout: `actions` acting steps with before/after screens, then (when
     `terminal`) a done step with only a before-screen. Screen i is `screens[i]` (a colour);
-    by default every screen differs."""
+    by default every screen differs. Without `captions` screens of one colour are identical."""
     layout = RunLayout(root, RUN_ID, durable=False)
     task = Task(id=task_id, instruction=instruction, platform=platform)  # type: ignore[arg-type]
     task_dir = layout.task(task_id)
@@ -49,10 +50,11 @@ def build_rollout(root: Path, *, task_id: str = "task-a", k: int = 0, actions: i
     for i in range(actions):
         step = Step(index=i, thought=f"I will do part {i} of the task",
                     action={"kind": "click", "element_description": f"button {i}"})
-        rd.append_step(step, {"before": png(f"screen {i}", colours[i]), "after": png(f"screen {i + 1}", colours[i + 1])})
+        rd.append_step(step, {"before": png(f"screen {i}" if captions else "", colours[i]),
+                              "after": png(f"screen {i + 1}" if captions else "", colours[i + 1])})
     if terminal:
         rd.append_step(Step(index=actions, thought="The task is complete.", action=final_action or {"kind": "done"}),
-                       {"before": png(f"screen {actions}", colours[actions])})
+                       {"before": png(f"screen {actions}" if captions else "", colours[actions])})
     rd.finish("done" if terminal else "step_limit", score=score)
     return task, rd
 

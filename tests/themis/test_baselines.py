@@ -100,7 +100,8 @@ async def test_sequential_checks_every_screen_when_none_satisfies(runs: Path) ->
 
 async def test_sequential_skips_screens_it_has_just_seen(runs: Path) -> None:
     # Screens: white, blue, blue (a no-op step), white (back to the start), green.
-    task, rd = build_rollout(runs, actions=4, screens=["white", "lightblue", "lightblue", "white", "lightgreen"])
+    task, rd = build_rollout(runs, actions=4, screens=["white", "lightblue", "lightblue", "white", "lightgreen"],
+                             captions=False)
     roles = Roles({"sequential": says(None)})
     model, script = roles.model(3)
     verdict = await make_critic("sequential", model)(task, rd)
