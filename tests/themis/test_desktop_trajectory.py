@@ -66,7 +66,7 @@ def desktop_rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         rd = layout.rollout(task.id, 0)
         rd.start(RolloutInfo(run_id="desk", task_id=task.id, rollout=0, model="scripted/policy",
                              started_at=time.time()))
-        actions = [
+        actions: list[tuple[dict[str, object], tuple[str, ...]]] = [
             ({"kind": "type", "text": "touch done.txt"}, ("type", "--delay", "5", "touch done.txt")),
             ({"kind": "hotkey", "keys": ["enter"]}, ("key", "Return")),
             ({"kind": "type", "text": "ls\n"}, ("type", "--delay", "5", "ls\n")),
