@@ -138,7 +138,6 @@ async def run_captured(
     argv: Sequence[str],
     *,
     timeout: float,
-    stdin_data: bytes | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     run_as: RunAs | None = None,
@@ -155,7 +154,7 @@ async def run_captured(
     """
     started = time.monotonic()
     kwargs: dict[str, object] = {
-        "stdin": asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
+        "stdin": asyncio.subprocess.DEVNULL,
         "stdout": asyncio.subprocess.PIPE,
         "stderr": asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
         "env": dict(env) if env is not None else None,
@@ -177,11 +176,6 @@ async def run_captured(
     pumps = [asyncio.ensure_future(_pump(proc.stdout, out)), asyncio.ensure_future(_pump(proc.stderr, err))]
     timed_out = False
     try:
-        if stdin_data is not None and proc.stdin is not None:
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                proc.stdin.write(stdin_data)
-                await proc.stdin.drain()
-            proc.stdin.close()
         waiter = asyncio.ensure_future(proc.wait())
         _, pending = await asyncio.wait([waiter, *pumps], timeout=timeout)
         if pending:
