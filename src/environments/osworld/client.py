@@ -122,7 +122,13 @@ class OSWorldClient:
         self, path: str, body: dict[str, Any], *, timeout: float, ok: Sequence[int] = (200,)
     ) -> Any:
         response = await self._request("POST", path, idempotent=False, timeout=timeout, json=body, ok=ok)
-        return response.json()
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise ServerError(path, response.status_code, response.text) from exc
+        if not isinstance(data, dict):
+            raise ServerError(path, response.status_code, response.text)
+        return data
 
     # -- reading the screen ------------------------------------------------------------------
 
