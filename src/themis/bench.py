@@ -11,9 +11,12 @@ beside the rollout is read). ``labels_from_run`` writes such lines for a run who
 were scored by their evaluators.
 
 **Predictions** (verdicts recorded elsewhere, e.g. released by a published judge): JSONL
-lines ``{"id": ..., "prediction": 0|1}`` or one JSON object ``{"<id>": 0|1, ...}``. They are
-scored against the same labels; a labelled trajectory without a prediction counts as
-rejected (0) and is listed under ``missing``.
+lines ``{"id": ..., "prediction": 0|1}`` (``reward`` or ``verdict`` also name the value) or
+one JSON object ``{"<id>": 0|1, ...}``. Besides 0/1 and booleans, the words judges print
+are read: ``completed``/``success``/``true``/``yes``/``pass`` are 1, ``not_completed``/
+``failure``/``failed``/``fail``/``false``/``no`` are 0. They are scored against the same
+labels; a labelled trajectory without a prediction counts as rejected (0) and is listed
+under ``missing``.
 """
 
 from __future__ import annotations
@@ -45,7 +48,16 @@ __all__ = [
 ]
 
 
+#: Words published judges use for their verdicts, read as 1 or 0 in prediction files.
+_WORDS = {"completed": 1, "success": 1, "successful": 1, "true": 1, "yes": 1, "pass": 1,
+          "not_completed": 0, "failure": 0, "failed": 0, "fail": 0, "false": 0, "no": 0}
+#: Keys of a JSONL prediction line that may hold the verdict, in order of preference.
+_PREDICTION_KEYS = ("prediction", "reward", "verdict")
+
+
 def _binary(value: object) -> object:
+    if isinstance(value, str) and value.strip().lower() in _WORDS:
+        return _WORDS[value.strip().lower()]
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, float) and value in (0.0, 1.0):
@@ -131,7 +143,7 @@ def load_predictions(path: Path | str) -> dict[str, int]:
         whole = json.loads(stripped) if stripped.startswith("{") else None
     except json.JSONDecodeError:
         whole = None  # several JSONL lines starting with "{"
-    if isinstance(whole, dict) and not {"id", "prediction"} <= whole.keys():
+    if isinstance(whole, dict) and "id" not in whole:
         pairs = [(str(k), v, f"{path}: {k}") for k, v in whole.items()]
     else:
         for number, line in enumerate(text.splitlines(), start=1):
@@ -139,8 +151,9 @@ def load_predictions(path: Path | str) -> dict[str, int]:
                 continue
             try:
                 obj = json.loads(line)
-                pairs.append((str(obj["id"]), obj["prediction"], f"{path}:{number}"))
-            except (json.JSONDecodeError, KeyError, TypeError):
+                key = next(k for k in _PREDICTION_KEYS if k in obj)
+                pairs.append((str(obj["id"]), obj[key], f"{path}:{number}"))
+            except (json.JSONDecodeError, KeyError, TypeError, StopIteration):
                 raise ValueError(f"{path}:{number}: expected {{\"id\": ..., \"prediction\": 0 or 1}}") from None
     out: dict[str, int] = {}
     for key, value, where in pairs:
@@ -178,8 +191,10 @@ def _rollout_dir(path: Path) -> RolloutDir:
 
 
 async def bench_critic(critic: Critic, labels: Sequence[LabelEntry], *, concurrency: int = 4,
-                       save: bool = True, reuse: bool = True, undefined: float | None = None) -> BenchResult:
-    """Run `critic` on every labelled rollout and score it. Failed gradings count as 0."""
+                       save: bool = True, reuse: bool = True, undefined: float | None = None,
+                       name: str | None = None) -> BenchResult:
+    """Run `critic` on every labelled rollout and score it (as `name`, by default the
+    critic's). Failed gradings count as 0 and are listed under ``errors``."""
     errors: dict[str, str] = {}
     items = []
     for entry in labels:
@@ -198,11 +213,14 @@ async def bench_critic(critic: Critic, labels: Sequence[LabelEntry], *, concurre
             errors[g.key] = g.error or "grading failed"
         else:
             predictions[g.key] = g.verdict.reward
-    return score_predictions(critic.name, labels, predictions, errors=errors, undefined=undefined)
+    return score_predictions(name or critic.name, labels, predictions, errors=errors, undefined=undefined)
 
 
 def labels_from_run(run: RunLayout, *, platform: str | None = None, threshold: float = 1.0) -> list[LabelEntry]:
-    """Labels for every evaluated rollout of a run: 1 when its score reaches `threshold`."""
+    """Labels for every evaluated rollout of a run: 1 when its score reaches `threshold`.
+
+    Ids are ``<run_id>/<task_id>/rollout-<k>`` so that labels of several runs can share a file.
+    """
     out = []
     for task_id in run.task_ids():
         task_dir = run.task(task_id)

@@ -83,7 +83,8 @@ def test_prediction_files_in_both_shapes_score_the_same(tmp_path: Path) -> None:
     lines.write_text("\n".join(json.dumps({"id": f"t{i}", "prediction": bool(t[1])})
                                for i, t in enumerate(TRIPLES) if i != 4) + "\n")
     whole = tmp_path / "pred.json"
-    whole.write_text(json.dumps({f"t{i}": t[1] for i, t in enumerate(TRIPLES) if i != 4} | {"unlabelled": 1}))
+    words = ["not_completed", "completed"]
+    whole.write_text(json.dumps({f"t{i}": words[t[1]] for i, t in enumerate(TRIPLES) if i != 4} | {"unlabelled": 1}))
     a = score_predictions("a", labels, load_predictions(lines))
     b = score_predictions("b", labels, load_predictions(whole))
     assert a.scores == b.scores and a.missing == b.missing == ["t4"]
@@ -105,6 +106,11 @@ def test_bad_label_and_prediction_files_say_where(tmp_path: Path) -> None:
     pred = tmp_path / "p.jsonl"
     pred.write_text('{"id": "a", "prediction": 0.5}\n')
     with pytest.raises(ValueError, match="0 or 1"):
+        load_predictions(pred)
+    pred.write_text('{"id": "a", "reward": "success"}\n{"id": "b", "verdict": false}\n')
+    assert load_predictions(pred) == {"a": 1, "b": 0}
+    pred.write_text('{"id": "a", "prediction": "maybe"}\n')
+    with pytest.raises(ValueError, match="not 'maybe'"):
         load_predictions(pred)
     pred.write_text('{"id": "a", "prediction": 1}\n{"oops": 1}\n')
     with pytest.raises(ValueError, match=r"p.jsonl:2"):
