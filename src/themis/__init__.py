@@ -34,6 +34,7 @@ from .record import (
 )
 from .runs import export_accepted, run_items
 from .sequential import SequentialCritic
+from .summary import summarize
 from .view import TaskInfo, TrajectorySource
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "score",
     "score_by_platform",
     "score_predictions",
+    "summarize",
     "tally",
     "verdict_path",
 ]

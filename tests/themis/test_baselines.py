@@ -8,7 +8,7 @@ import pytest
 from critic_fixtures import Handler, Roles, build_rollout, images_of, js, user_text
 
 from core.llm import ScriptRequest
-from themis import LastKCritic, SequentialCritic, make_critic, tally
+from themis import LastKCritic, SequentialCritic, make_critic, summarize, tally
 from themis.record import LastKRecord, SequentialRecord
 
 
@@ -56,6 +56,7 @@ async def test_a_lastk_sample_that_never_parses_votes_zero(runs: Path) -> None:
     record = verdict.record
     assert isinstance(record, LastKRecord)
     assert [s.score for s in record.samples] == [None, 1] and verdict.reward == 0
+    assert summarize(verdict)[-1] == " failed calls: sample 1 (3 attempts)"
     assert len(record.failures) == 1 and len(record.failures[0].attempts) == 3
 
 
@@ -108,6 +109,8 @@ async def test_sequential_skips_screens_it_has_just_seen(runs: Path) -> None:
     script.assert_done()
     assert isinstance(verdict.record, SequentialRecord)
     assert [c.skipped for c in verdict.record.checks] == [False, True, False, False]
+    assert summarize(verdict)[1:] == ["  the screen after step 0: not yet", "  the screen after step 1: skipped (repeat)",
+                                      "  the screen after step 2: not yet", "  the screen after step 3: not yet"]
 
     roles_all = Roles({"sequential": says(None)})
     model, script = roles_all.model(4, name="all")

@@ -10,7 +10,7 @@ from critic_fixtures import Roles, asked_step, build_rollout, images_of, js, png
 
 from core.llm import ChatModel, Ledger, Reply, Script, ScriptRequest
 from core.trajectory import RolloutDir
-from themis import ThemisRecord, grade_rollout, load_verdict, make_critic
+from themis import ThemisRecord, grade_rollout, load_verdict, make_critic, summarize
 
 
 def verify_ok(request: ScriptRequest) -> str:
@@ -157,6 +157,10 @@ async def test_a_concern_sends_selector_and_verifier_back_to_the_cited_steps(run
     assert [(c.milestone.step, c.source, c.verdict) for c in revision_round.checks] == [
         (3, "selector", 1), (2, "reviewer", 0)]
     assert verdict.reward == 0
+    text = "\n".join(summarize(verdict))
+    assert text.startswith("themis (scripted/critic): REJECT after 9 calls")
+    assert f"  step 2 (reviewer re-check): FAIL: {query} -> the title shows an asterisk" in text
+    assert " review 1: 1 concerns" in text and " review 2: sound" in text
 
 
 async def test_a_revision_may_choose_a_cited_step_again(runs: Path) -> None:

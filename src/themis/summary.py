@@ -1,0 +1,48 @@
+"""A verdict told in a few plain lines, for the command line and the run report.
+
+The report escapes and styles these lines itself; the full deliberation stays in
+``critic-<name>.json``.
+"""
+
+from __future__ import annotations
+
+from .record import Check, LastKRecord, SequentialRecord, ThemisRecord, Verdict
+
+__all__ = ["summarize"]
+
+
+def _check(c: Check) -> str:
+    mark = {1: "pass", 0: "FAIL", None: "unverified"}[c.verdict]
+    origin = " (reviewer re-check)" if c.source == "reviewer" else ""
+    detail = c.feedback if c.verdict != 1 else "; ".join(c.evidence[:2])
+    return f"  step {c.milestone.step}{origin}: {mark}: {c.milestone.goal}" + (f" -> {detail}" if detail else "")
+
+
+def summarize(verdict: Verdict) -> list[str]:
+    """Headline, then what the critic looked at and found, one item a line."""
+    head = (f"{verdict.critic} ({verdict.model}): {'ACCEPT' if verdict.reward else 'REJECT'} "
+            f"after {verdict.calls} calls in {verdict.seconds:.1f}s: {verdict.reason}")
+    lines = [head]
+    record = verdict.record
+    if isinstance(record, ThemisRecord):
+        for p in record.passes:
+            title = "milestones" if p.index == 0 else f"after review {p.index}"
+            lines.append(f" {title} ({len(p.rounds)} selector rounds, ended: {p.stopped})")
+            lines.extend(_check(c) for r in p.rounds for c in r.checks)
+        for v in record.reviews:
+            lines.append(f" review {v.round}: {'sound' if v.sound else f'{len(v.concerns)} concerns'}")
+            lines.extend(f"  [{c.severity}] steps {', '.join(map(str, c.steps))}: {c.issue}" for c in v.concerns)
+        if record.judge is not None and record.judge.missing:
+            lines.append(" missing: " + "; ".join(record.judge.missing))
+    elif isinstance(record, LastKRecord):
+        lines.append(f" frames: {'; '.join(record.frames)}")
+        lines.extend(f"  sample {i}: {s.score if s.score is not None else 'failed'}: {s.reason}"
+                     for i, s in enumerate(record.samples, start=1))
+    elif isinstance(record, SequentialRecord):
+        for c in record.checks:
+            state = "skipped (repeat)" if c.skipped else {True: "satisfied", False: "not yet", None: "failed"}[c.satisfied]
+            lines.append(f"  {c.frame}: {state}")
+    failures = getattr(record, "failures", [])
+    if failures:
+        lines.append(" failed calls: " + "; ".join(f"{f.what} ({len(f.attempts)} attempts)" for f in failures))
+    return lines
