@@ -50,4 +50,6 @@ class RoleContext:
         self.calls += len(asked.attempts)
         if asked.value is None:
             self.record.failures.append(Failure(role=role, what=what, attempts=asked.attempts))
+        elif len(asked.attempts) > 1:
+            self.record.rejected.append(Failure(role=role, what=what, attempts=asked.attempts[:-1]))
         return asked

@@ -100,6 +100,10 @@ class ThemisRecord(_Part):
     judge: JudgeReply | None = None
     judge_call_ids: list[str] = Field(default_factory=list)
     failures: list[Failure] = Field(default_factory=list)
+    """Calls whose every attempt failed or was refused."""
+    rejected: list[Failure] = Field(default_factory=list)
+    """Attempts refused before a later attempt of the same call was accepted (unparseable
+    JSON, a rule broken such as choosing the terminating step, a failed call)."""
 
     def checks(self) -> list[Check]:
         return [c for p in self.passes for r in p.rounds for c in r.checks]

@@ -188,6 +188,8 @@ async def test_the_terminating_step_is_refused_and_the_selector_asked_again(runs
     assert [m.role for m in retry.messages] == ["system", "user", "assistant", "user"]
     assert [asked_step(r) for r in roles.seen["verifier"]] == [1]
     assert isinstance(verdict.record, ThemisRecord) and verdict.record.failures == []
+    [rejected] = verdict.record.rejected
+    assert rejected.what == "selector pass 0 round 1" and "terminating step" in (rejected.attempts[0].error or "")
 
 
 async def test_a_selector_that_keeps_choosing_the_terminating_step_fails_and_is_reported(runs: Path) -> None:
