@@ -9,7 +9,8 @@ neither zoom nor outline.
 Speed: each screenshot is decoded once into a `Frame` (full pixels plus the downscaled
 copy the model is shown); a rollout's after-screenshot is the next step's before, so
 `FrameMemo` hands the same `Frame` back. Markers and outlines are drawn on the small copy,
-the crop is cut from the full one, and PNGs are written at zlib level 1.
+the crop is cut from the full one, and PNGs are written at zlib level 1 with one
+vectorised row filter (`png`).
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from core.images import Box, decode_png, draw_marker, draw_outline, encode_png, zoom_box
+from core.images import Box, decode_png, draw_marker, draw_outline, zoom_box
 from core.trajectory import PointerEvent
 
 from .config import AugmentConfig
+from .png import encode_png_fast
 
 __all__ = ["AugmentedTransition", "Frame", "FrameMemo", "augment", "digest", "load_frame", "marker_label"]
 
@@ -171,13 +173,13 @@ def augment(before: Frame, after: Frame, pointer: Sequence[PointerEvent], cfg: A
         if cfg.zoom_scale != 1.0:
             size = (round(box.width * cfg.zoom_scale), round(box.height * cfg.zoom_scale))
             crop = crop.resize(size, _RESAMPLE[cfg.zoom_resample])
-        zoom_png = encode_png(crop, level=cfg.png_level)
+        zoom_png = encode_png_fast(crop, level=cfg.png_level)
         outline = _scaled_box(box, after.scale, after.small.size)
         width = max(1, round(cfg.outline_width))
         shown_after = draw_outline(after.small, outline, colour=cfg.outline_colour, width=width)
     return AugmentedTransition(
-        before=encode_png(marked, level=cfg.png_level),
-        after=encode_png(shown_after, level=cfg.png_level),
+        before=encode_png_fast(marked, level=cfg.png_level),
+        after=encode_png_fast(shown_after, level=cfg.png_level),
         zoom=zoom_png,
         zoom_box=box,
         size=after.full.size,

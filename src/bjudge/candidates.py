@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.images import encode_png
 from core.llm import ImagePart, Part, TextPart
 from core.trajectory import Narrative
 
 from .augment import load_frame
 from .config import AugmentConfig
+from .png import encode_png_fast
 
 __all__ = ["Candidate", "narrative_candidate", "narrative_text", "shown_png"]
 
@@ -32,7 +32,7 @@ def shown_png(png: bytes, longest_side: int | None, level: int = 1) -> bytes:
     """`png` downscaled for a model (re-encoded only when it shrinks)."""
 
     frame = load_frame(png, longest_side)
-    return png if frame.small is frame.full else encode_png(frame.small, level=level)
+    return png if frame.small is frame.full else encode_png_fast(frame.small, level=level)
 
 
 def narrative_text(narrative: Narrative, *, ending: str | None = None) -> str:

@@ -113,3 +113,15 @@ def test_memo_decodes_a_shared_screenshot_once() -> None:
     for before, after in itertools.pairwise(shots):
         augment(memo.get(before), memo.get(after), [PointerEvent(kind="click", x=1, y=1)], FULL)
     assert memo.decodes == 3
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "L", "P"])
+def test_fast_png_round_trips_exactly_and_stays_compact(mode: str) -> None:
+    from bjudge.png import encode_png_fast
+
+    img = decode_png(_gradient()).convert(mode)
+    data = encode_png_fast(img)
+    back = Image.open(__import__("io").BytesIO(data))
+    expected = img.convert("RGB") if mode == "P" else img
+    assert back.mode == expected.mode and back.tobytes() == expected.tobytes()
+    assert len(data) < 1.5 * len(encode_png(expected, level=1))
