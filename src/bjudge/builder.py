@@ -20,7 +20,7 @@ from core.trajectory import Narrative, Step, screenshot_name
 
 from .augment import FrameMemo
 from .cache import FactCache
-from .candidates import Candidate, narrative_candidate
+from .candidates import Candidate, narrative_candidate, shown_png
 from .config import NarrativeConfig
 from .facts import FactGenerator, TransitionFacts
 
@@ -32,7 +32,9 @@ class _Rollout:
     memo: FrameMemo
     facts: dict[int, TransitionFacts] = field(default_factory=dict)
     first: tuple[int, bytes] | None = None
+    """Lowest step index seen and its before-screenshot, as the judge will see it."""
     last: tuple[int, bytes] | None = None
+    """Highest step index seen and its after-screenshot (prepared when judged)."""
     hashes: dict[str, str] = field(default_factory=dict)
 
 
@@ -59,12 +61,15 @@ class NarrativeBuilder:
         """Narrate one step of `rollout` (facts come from the cache when known). Adding a
         step index again replaces its facts (a retried rollout starts over)."""
         state = self._state(rollout)
-        if state.first is None or step.index <= state.first[0]:
-            state.first = (step.index, before_png)
         if state.last is None or step.index >= state.last[0]:
             state.last = (step.index, after_png)
         async with self._slots:
             found = await self.generator.facts(step, before_png, after_png, state.memo)
+            if state.first is None or step.index <= state.first[0]:
+                # prepared now, while the rollout runs, so judging waits on less
+                shown = await asyncio.to_thread(self._shown, state.memo, before_png)
+                if state.first is None or step.index <= state.first[0]:
+                    state.first = (step.index, shown)
         if found.before_digest:
             state.hashes[step.before_screenshot or screenshot_name(step.index, "before")] = found.before_digest
         if found.after_digest:
@@ -97,10 +102,14 @@ class NarrativeBuilder:
         """What the judge is shown for `rollout`: start screen, facts, end screen."""
         state = self._rollouts.get(rollout)
         first = state.first[1] if state and state.first else None
-        last = state.last[1] if state and state.last else None
-        narrative = self.narrative(rollout)
-        return await asyncio.to_thread(narrative_candidate, narrative, first, last,
-                                       augment=self.cfg.augment, ending=ending)
+        last = await asyncio.to_thread(self._shown, state.memo, state.last[1]) if state and state.last else None
+        return narrative_candidate(self.narrative(rollout), first, last, augment=self.cfg.augment,
+                                   ending=ending, prepared=True)
+
+    def _shown(self, memo: FrameMemo, png: bytes) -> bytes:
+        """`png` as the judge sees it, reusing the decoded frame when the memo has it."""
+        cfg = self.cfg.augment
+        return shown_png(png, cfg.longest_side, cfg.png_level, frame=memo.get(png))
 
     def totals(self) -> tuple[int, int, float]:
         """(model calls, cache hits, dollars) over every transition added so far."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from core.llm import ImagePart, Part, TextPart
 from core.trajectory import Narrative
 
-from .augment import load_frame
+from .augment import Frame, load_frame
 from .config import AugmentConfig
 from .png import encode_png_fast
 
@@ -28,10 +28,10 @@ class Candidate:
         return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
 
 
-def shown_png(png: bytes, longest_side: int | None, level: int = 1) -> bytes:
-    """`png` downscaled for a model (re-encoded only when it shrinks)."""
-
-    frame = load_frame(png, longest_side)
+def shown_png(png: bytes, longest_side: int | None, level: int = 1, *, frame: Frame | None = None) -> bytes:
+    """`png` downscaled for a model (re-encoded only when it shrinks); pass its decoded
+    `frame` when one is at hand to skip decoding."""
+    frame = frame or load_frame(png, longest_side)
     return png if frame.small is frame.full else encode_png_fast(frame.small, level=level)
 
 
@@ -58,20 +58,24 @@ def narrative_candidate(
     *,
     augment: AugmentConfig | None = None,
     ending: str | None = None,
+    prepared: bool = False,
 ) -> Candidate:
-    """(s_0, facts..., s_T): the start screen, the facts, the end screen (blocking: it
-    decodes and may re-encode both screenshots)."""
+    """(s_0, facts..., s_T): the start screen, the facts, the end screen. Blocking: it
+    decodes and may re-encode both screenshots, unless `prepared` says they already are
+    as the model should see them."""
     cfg = augment or AugmentConfig()
     parts: list[Part] = []
     if narrative.initial_state:
         parts.append(TextPart(text=f"Initial screen: {narrative.initial_state}"))
     if initial_png is not None:
         parts += [TextPart(text="Initial screen:"),
-                  ImagePart(data=shown_png(initial_png, cfg.longest_side, cfg.png_level), detail="high")]
+                  ImagePart(data=initial_png if prepared else shown_png(initial_png, cfg.longest_side, cfg.png_level),
+                            detail="high")]
     parts.append(TextPart(text=narrative_text(narrative, ending=ending)))
     if narrative.final_state:
         parts.append(TextPart(text=f"Final screen: {narrative.final_state}"))
     if final_png is not None:
         parts += [TextPart(text="Final screen:"),
-                  ImagePart(data=shown_png(final_png, cfg.longest_side, cfg.png_level), detail="high")]
+                  ImagePart(data=final_png if prepared else shown_png(final_png, cfg.longest_side, cfg.png_level),
+                            detail="high")]
     return Candidate(rollout=narrative.rollout, parts=parts, representation="narrative")

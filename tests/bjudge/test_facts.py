@@ -149,3 +149,20 @@ async def test_candidate_holds_start_and_end_screens_and_citable_facts(scripted)
     assert sum(isinstance(p, ImagePart) for p in candidate.parts) == 2
     text = candidate.text()
     assert "F1.1 Opened File menu" in text and "F2.1 Typed hello" in text and "How the rollout ended" in text
+
+
+async def test_candidate_screens_are_downscaled_and_reuse_decoded_frames(scripted) -> None:
+    from core.images import decode_png
+
+    _, model = scripted("big", [fact_from_action] * 2)
+    builder = NarrativeBuilder(model, FactCache(None), NarrativeConfig())
+    shots = [screen(i, size=(1920, 1080)) for i in range(3)]
+    for i in range(2):
+        step = Step(index=i, action={"kind": "click", "note": f"n{i}"}, pointer=[PointerEvent(kind="click", x=9, y=9)])
+        await builder.add_transition(0, step, shots[i], shots[i + 1])
+    memo = builder._rollouts[0].memo
+    decodes = memo.decodes
+    candidate = await builder.candidate(0)
+    assert memo.decodes == decodes == 3  # each screen decoded once, none again for the judge
+    sizes = [decode_png(p.data).size for p in candidate.parts if isinstance(p, ImagePart)]
+    assert sizes == [(1280, 720), (1280, 720)]
