@@ -20,7 +20,7 @@ from core.atomic import write_json_atomic
 __all__ = ["FactCache", "cache_key"]
 
 
-def cache_key(*parts: str | bytes | BaseModel | dict[str, Any] | list[Any] | None) -> str:
+def cache_key(*parts: str | bytes | int | float | BaseModel | dict[str, Any] | list[Any] | None) -> str:
     """SHA-256 over the parts, each length-prefixed so no two part lists collide."""
     h = hashlib.sha256()
     for part in parts:
