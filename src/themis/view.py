@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: Action names (case-insensitive) that end a rollout; such a step has no after-screen.
-TERMINAL_ACTIONS = frozenset({"done", "fail", "terminate", "finish", "answer", "infeasible"})
+TERMINAL_ACTIONS = frozenset({"done", "fail", "terminate", "finish", "infeasible"})
 
 
 class TrajectorySource(Protocol):
