@@ -1,0 +1,159 @@
+"""The ``agent-s3`` command line: ``run`` a task, and ``env`` for local desktops.
+
+``agent-s3 run --task mousepad-append-line --model openai/gpt-5`` starts a local desktop,
+sets the task up, runs one rollout with live progress, evaluates it, prints the outcome
+and the run folder, and stops the desktop (on Ctrl-C too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from core.config import ConfigError, dump_config
+from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.protocols import EnvError
+from core.trajectory import RunLayout, Task, check_name
+
+from .config import RunConfig, load_run_config
+from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
+from .env_cli import app as env_app
+from .environments import open_pool
+from .models import ModelSet, build_models
+from .progress import StepPrinter
+from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, TaskRun
+from .tasks import resolve_task
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Test-time scaling runner for computer-use agents.", no_args_is_help=True)
+app.add_typer(env_app, name="env")
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+def _overrides(**options: Any) -> dict[str, Any]:
+    """Command-line options that were given, as a nested mapping over the config."""
+    out: dict[str, Any] = {}
+    for dotted, value in options.items():
+        if value is None:
+            continue
+        node = out
+        *parents, last = dotted.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return out
+
+
+def _new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Option("--task", "-t", help="A task.json file, a local-suite task id, or a quoted instruction.")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Policy model as provider/model (scripted/demo: the scripted demo policy).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the policy model's server.")] = None,
+    env: Annotated[str | None, typer.Option("--env", help="local (a desktop on this machine) or osworld (a server at --url).")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="OSWorld-protocol server URL (with --env osworld).")] = None,
+    token: Annotated[str | None, typer.Option("--token", help="Bearer token of that server.")] = None,
+    config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable, later wins.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for run folders (default runs/).")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Name of the run folder (default: the time).")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
+    settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
+) -> None:
+    """Run one task: set it up, run a rollout with live progress, evaluate, report."""
+    console = Console(highlight=False)
+    given = _overrides(
+        policy__model=model, policy__base_url=base_url, environment__kind=env, environment__url=url,
+        environment__token=token, out_dir=str(out) if out else None, run_id=run_id,
+        rollout__max_steps=max_steps, rollout__settle_seconds=settle,
+    )  # fmt: skip
+    try:
+        cfg = load_run_config([*(config or []), given])
+        the_task = resolve_task(task)
+        if cfg.policy.model == DEMO_MODEL:
+            register_demo(the_task.id)
+            cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
+        rid = check_name("run id", cfg.run_id or _new_run_id())
+    except (ConfigError, EnvError, KeyError, ValueError) as e:
+        raise _fail(str(e).strip('"')) from None
+    layout = RunLayout(cfg.out_dir, rid)
+    ledger = Ledger(layout.ledger_path)
+    try:
+        models = build_models(cfg, ledger)
+    except MissingAPIKeyError as e:
+        raise _fail(
+            f"{cfg.policy.model} needs an API key: set {e.variable} "
+            f"(or run the scripted demo policy with --model {DEMO_MODEL})"
+        ) from None
+    except UnknownProviderError as e:
+        raise _fail(str(e)) from None
+    layout.path.mkdir(parents=True, exist_ok=True)
+    _header(console, cfg, the_task, layout)
+    try:
+        outcome = asyncio.run(_run(cfg, the_task, layout, models, ledger, console))
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow]; the desktop was stopped. Files so far: {layout.path}")
+        raise typer.Exit(code=130) from None
+    except EnvError as e:
+        raise _fail(f"{e} (run folder: {layout.path})") from None
+    _report(console, cfg, the_task, outcome, ledger, layout)
+
+
+async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, ledger: Ledger,
+               console: Console) -> RolloutOutcome:
+    hide = (str(cfg.out_dir.resolve()),)
+    try:
+        async with open_pool(cfg.environment, hide=hide) as pool:
+            await asyncio.to_thread(layout.write_config, dump_config(cfg))
+            strategy = STRATEGIES[cfg.strategy]()
+            assert isinstance(strategy, SingleRollout)
+            run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
+                          hooks=[StepPrinter(console)])
+            with console.status(f"running {task.id} ...", spinner="dots"):
+                await strategy(run)
+            return strategy.outcomes[task.id]
+    finally:
+        await models.aclose()
+
+
+def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> None:
+    console.print(f"[bold]task[/bold] {escape(task.id)}: {escape(task.instruction)}")
+    where = cfg.environment.url if cfg.environment.kind == "osworld" else "a local desktop"
+    console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(str(where))}")
+    if cfg.policy.model.startswith("scripted/"):
+        console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label or 'scripted replies, not a model')}")
+    console.print(f"[bold]run folder[/bold] {layout.path}")
+
+
+def _report(console: Console, cfg: RunConfig, task: Task, outcome: RolloutOutcome, ledger: Ledger,
+            layout: RunLayout) -> None:
+    result = outcome.result
+    colour = "green" if result.status == "done" else "yellow"
+    console.print(f"[bold]outcome[/bold] [{colour}]{result.status}[/{colour}] after {result.steps} steps "
+                  f"in {result.seconds:.1f} s: {escape(result.reason)}")
+    if outcome.score is not None:
+        console.print(f"[bold]score[/bold] {outcome.score:g} (the task's evaluator)")
+    elif outcome.score_error:
+        console.print(f"[bold]score[/bold] none: the evaluator failed: {escape(outcome.score_error)}")
+    else:
+        console.print("[bold]score[/bold] none (the task has no evaluator, or the rollout did not finish)")
+    total = ledger.total()
+    console.print(f"[bold]model calls[/bold] {total.calls}, {total.input_tokens} in / {total.output_tokens} out "
+                  f"tokens, ${total.dollars:.4f}")
+    if cfg.policy.model.startswith("scripted/"):
+        console.print("[bold yellow]SCRIPTED[/bold yellow] the policy was scripted; this run says nothing of a model")
+    console.print(f"[bold]files[/bold] {layout.path} (result: {layout.task(task.id).path / 'result.json'})")

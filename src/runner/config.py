@@ -1,0 +1,115 @@
+"""The run configuration: one pydantic model per component, loaded in layers.
+
+``load_run_config(["run.yaml", "rollout.max_steps=30"])`` applies YAML files and dotted
+overrides over the defaults (see `core.config`); `dump_config` writes it whole, secrets
+redacted, into the run's ``config.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from agent_s3 import WorkerConfig
+from core.config import load_config
+from core.llm import GenerateConfig
+
+__all__ = [
+    "EnvironmentConfig",
+    "ModelConfig",
+    "RolloutConfig",
+    "RunConfig",
+    "load_run_config",
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ModelConfig(_Section):
+    """One chat model: its ``provider/model`` name, endpoint and defaults."""
+
+    model: str = "openai/gpt-5"
+    """``provider/model``; ``scripted/demo`` is the scripted demo policy (no model at all)."""
+    base_url: str | None = None
+    """Endpoint of an OpenAI- or Anthropic-compatible server; None uses the provider's."""
+    api_key: SecretStr | None = None
+    """Key for this model; None reads the provider's variable (e.g. OPENAI_API_KEY)."""
+    timeout: float = Field(120.0, gt=0)
+    """Seconds one attempt of a call may take."""
+    max_connections: int | None = Field(None, ge=1)
+    """Concurrent calls to this endpoint; None keeps the provider's default."""
+    generate: GenerateConfig = Field(default_factory=GenerateConfig)
+    """Decoding defaults of every call of this model (each module may override them)."""
+
+
+class EnvironmentConfig(_Section):
+    """Where the rollout runs."""
+
+    kind: Literal["local", "osworld"] = "local"
+    """``local``: a virtual desktop started on this machine; ``osworld``: a running server
+    that speaks OSWorld's protocol (an OSWorld VM, or this project's server)."""
+    url: str | None = None
+    """Base URL of the OSWorld-protocol server (``kind: osworld``)."""
+    token: SecretStr | None = None
+    """Bearer token of that server, if it wants one."""
+    width: int = Field(1920, ge=320)
+    """Screen width of a local desktop."""
+    height: int = Field(1080, ge=240)
+    """Screen height of a local desktop."""
+    base_dir: Path | None = None
+    """Where local desktops keep their state; None is $AGENT_S3_ENV_DIR or /tmp/agent-s3/envs."""
+    action_timeout: float = Field(30.0, gt=0)
+    """Seconds one GUI action may run."""
+    sandbox: bool = True
+    """Offer the coding agent a sandbox in the environment (off hides call_code_agent)."""
+
+
+class RolloutConfig(_Section):
+    """Budgets and pacing of one rollout."""
+
+    max_steps: int = Field(50, ge=1)
+    """Steps before the rollout ends as ``step_limit`` (a task's own budget wins)."""
+    settle_seconds: float = Field(3.0, ge=0)
+    """Pause after each action before the next screenshot, so the screen has settled."""
+    cost_limit: float | None = Field(None, gt=0)
+    """Dollars the rollout's model calls may cost before it ends as ``cost_limit``."""
+    max_wait_seconds: float = Field(60.0, gt=0)
+    """Cap on one ``wait`` action."""
+
+
+class RunConfig(_Section):
+    """Everything a run needs; written to ``config.json`` (secrets redacted)."""
+
+    policy: ModelConfig = Field(default_factory=ModelConfig)
+    """The worker's model (also reflection, coding agent and grounding unless set below)."""
+    grounding: ModelConfig | None = None
+    """A separate grounding model (e.g. UI-TARS behind an OpenAI-compatible server)."""
+    code_model: ModelConfig | None = None
+    """A separate model for the coding agent."""
+    reflection_model: ModelConfig | None = None
+    """A separate model for reflection."""
+    worker: WorkerConfig = Field(default_factory=WorkerConfig)
+    """The flat worker: reflection, history, grounding units, coding budget, facts. Its
+    platform is taken from the environment."""
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    strategy: Literal["single"] = "single"
+    """How a task is run: ``single`` is one rollout."""
+    out_dir: Path = Path("runs")
+    """Where run folders are written."""
+    run_id: str | None = None
+    """Name of the run folder; None makes one from the time."""
+    label: str | None = None
+    """A note carried into the run's files, e.g. that the policy is scripted."""
+    seed: int | None = None
+    """Seed of the policy's decoding, when the provider honours one."""
+
+
+def load_run_config(sources: Iterable[str | Path | Mapping[str, Any]]) -> RunConfig:
+    """Defaults, then each YAML file or ``key=value`` override in order."""
+    return load_config(RunConfig, list(sources))

@@ -1,0 +1,49 @@
+"""Live progress on the terminal: one line per step as it lands, and the outcome.
+
+It is a step hook like the judge's narrator, so what it shows is what was stored.
+"""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.markup import escape
+
+from agent_s3 import action_adapter, action_call
+
+from .rollout import StepEvent
+
+__all__ = ["StepPrinter", "describe_action"]
+
+_WIDTH = 90
+
+
+def describe_action(action: dict[str, object] | None) -> str:
+    """The action as the ``agent.<name>(...)`` call the policy wrote."""
+    if not action:
+        return "(no action)"
+    try:
+        text = action_call(action_adapter.validate_python(action))
+    except ValueError:
+        text = json.dumps(action, ensure_ascii=False)
+    return text if len(text) <= _WIDTH else text[: _WIDTH - 3] + "..."
+
+
+class StepPrinter:
+    """Prints ``task/rollout step n: action -> status`` for every stored step."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+
+    async def __call__(self, event: StepEvent) -> None:
+        step = event.step
+        status = f"[red]{escape(step.error)}[/red]" if step.error else "[green]ok[/green]"
+        if step.code_agent:
+            session = step.code_agent
+            status += f" (code agent: {session.get('reason')} after {session.get('steps_used')} steps)"
+        seconds = step.timings.propose + step.timings.execute + step.timings.settle
+        self.console.print(
+            f"[bold]{escape(event.task_id)}[/bold] #{event.rollout} step {step.index + 1}: "
+            f"{escape(describe_action(step.action))} → {status} [dim]({seconds:.1f} s)[/dim]"
+        )

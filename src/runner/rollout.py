@@ -1,0 +1,243 @@
+"""One rollout: screenshot → propose → execute → settle → screenshot, until an outcome.
+
+Each step is written to disk the moment it ends, from a ``finally``, so a step cut short by
+a dead environment or a failed call is kept with what it had. The loop ends only through
+the typed outcomes of `runner.outcomes`; the header gets the matching status. Step hooks
+(the judge's narrator, live progress) get each stored step as it lands; they run beside
+the rollout and are awaited before it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_s3 import CallCodeAgent, Proposal, RepeatedFormatError, Wait, Worker
+from core.llm import ModelCallError, ScriptError
+from core.protocols import Environment, EnvironmentLost, ExecResult
+from core.trajectory import RolloutDir, RolloutInfo, Step, StepTimings
+
+from .config import RolloutConfig
+from .outcomes import (
+    CostLimit,
+    Done,
+    EnvironmentGone,
+    Errored,
+    Failed,
+    RepeatedFormat,
+    RolloutEnd,
+    RolloutResult,
+    StepLimit,
+)
+
+__all__ = ["Rollout", "StepEvent", "StepHook"]
+
+_log = logging.getLogger(__name__)
+_ERROR_CHARS = 600
+
+
+@dataclass(frozen=True, slots=True)
+class StepEvent:
+    """A step as stored, with its screenshots (``after`` is None for a final done/fail)."""
+
+    task_id: str
+    rollout: int
+    step: Step
+    before: bytes
+    after: bytes | None
+    rollout_dir: RolloutDir
+
+
+#: Called with every stored step; runs concurrently with the rest of the rollout.
+StepHook = Callable[[StepEvent], Awaitable[None]]
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 3] + "..."
+
+
+def _action_error(result: ExecResult) -> str | None:
+    if result.ok and result.returncode == 0:
+        return None
+    detail = _short(result.stderr or result.stdout)
+    return f"action {result.status}, return code {result.returncode}" + (f": {detail}" if detail else "")
+
+
+class Rollout:
+    """Runs `worker` in `env` on `instruction`, writing into `rollout_dir`."""
+
+    def __init__(
+        self,
+        *,
+        env: Environment,
+        worker: Worker,
+        instruction: str,
+        rollout_dir: RolloutDir,
+        info: RolloutInfo,
+        config: RolloutConfig,
+        max_steps: int | None = None,
+        spent: Callable[[], float] | None = None,
+        hooks: Sequence[StepHook] = (),
+    ) -> None:
+        self.env = env
+        self.worker = worker
+        self.instruction = instruction
+        self.dir = rollout_dir
+        self.info = info
+        self.config = config
+        self.max_steps = max_steps or config.max_steps
+        self.spent = spent or (lambda: 0.0)
+        self.hooks = list(hooks)
+        self._hook_tasks: set[asyncio.Task[None]] = set()
+        self._last_action: str | None = None
+        self._steps = 0
+
+    async def run(self) -> RolloutResult:
+        """Run to an outcome; the header is finished whatever happens (an interruption
+        is recorded as ``errored`` and then propagates)."""
+        clock = time.perf_counter()
+        await asyncio.to_thread(self.dir.start, self.info)
+        end: RolloutEnd | None = None
+        try:
+            await self._loop()
+        except RolloutEnd as e:
+            end = e
+        except EnvironmentLost as e:
+            end = EnvironmentGone(f"environment lost: {e}")
+        except ModelCallError as e:
+            end = Errored(f"model call failed: {e}")
+        except ScriptError as e:
+            end = Errored(f"scripted model: {e}")
+            raise
+        except asyncio.CancelledError:
+            end = Errored("interrupted before the rollout ended")
+            raise
+        except Exception as e:
+            end = Errored(f"{type(e).__name__}: {_short(str(e))}")
+            _log.exception("rollout %s/%d errored", self.info.task_id, self.info.rollout)
+        finally:
+            final = end or Errored("the rollout stopped without an outcome")
+            await self._drain_hooks()
+            await asyncio.to_thread(self.dir.finish, final.status, final.reason)
+        return RolloutResult(
+            status=final.status,
+            reason=final.reason,
+            steps=self._steps,
+            last_action=self._last_action,
+            dollars=self.spent(),
+            seconds=time.perf_counter() - clock,
+        )
+
+    async def _loop(self) -> None:
+        screen = await self.env.screen_size()
+        before = await self.env.screenshot()
+        for index in range(self.max_steps):
+            limit = self.config.cost_limit
+            if limit is not None and (cost := self.spent()) >= limit:
+                raise CostLimit(f"model calls cost ${cost:.4f}, at or over the limit of ${limit:.4f}")
+            before = await self._step(index, before, screen)
+        raise StepLimit(f"no outcome within {self.max_steps} steps")
+
+    async def _step(self, index: int, before: bytes, screen: tuple[int, int]) -> bytes:
+        """One step; returns the screen after it. Always stores the step, complete or not."""
+        fields: dict[str, Any] = {"index": index, "started_at": time.time()}
+        timings = StepTimings()
+        shots: dict[str, bytes] = {"before": before}
+        try:
+            t0 = time.perf_counter()
+            try:
+                proposal = await self.worker.step(self.instruction, before, screen, seed=self.info.seed)
+            except RepeatedFormatError as e:
+                fields.update(error=_short(str(e)), call_ids=[c.id for c in e.calls])
+                raise RepeatedFormat(str(e)) from None
+            finally:
+                timings.propose = time.perf_counter() - t0
+            self._fill(fields, proposal)
+            self._last_action = proposal.action.kind
+            if proposal.action.kind == "done":
+                raise Done("the agent declared the task complete")
+            if proposal.action.kind == "fail":
+                raise Failed("the agent declared the task infeasible")
+            t1 = time.perf_counter()
+            try:
+                await self._execute(proposal, before, fields)
+            finally:
+                timings.execute = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            await asyncio.sleep(self.config.settle_seconds)
+            timings.settle = time.perf_counter() - t2
+            after = await self.env.screenshot()
+            shots["after"] = after
+            return after
+        except (EnvironmentLost, ModelCallError) as e:
+            fields.setdefault("error", _short(f"{type(e).__name__}: {e}"))
+            raise
+        finally:
+            fields["timings"] = timings
+            self._steps = index + 1
+            await self._store(Step(**fields), shots)
+
+    def _fill(self, fields: dict[str, Any], p: Proposal) -> None:
+        fields.update(
+            thought=p.thought,
+            reflection=p.reflection.text if p.reflection else None,
+            action=p.action_record(),
+            code=p.code,
+            pointer=list(p.pointer_events),
+            call_ids=p.call_ids,
+        )
+
+    async def _execute(self, p: Proposal, before: bytes, fields: dict[str, Any]) -> None:
+        action = p.action
+        if isinstance(action, CallCodeAgent):
+            sandbox = self.env.sandbox()
+            if sandbox is None:
+                fields["error"] = "this environment offers no sandbox for the code agent"
+                self.worker.record(p, "not run: this environment has no code sandbox")
+                return
+            result = await self.worker.run_code_agent(p, self.instruction, before, sandbox)
+            fields["code_agent"] = result.model_dump(mode="json")
+            fields["call_ids"] = [*fields["call_ids"], *result.call_ids]
+            self.worker.record(p, code_agent=result)
+        elif isinstance(action, Wait):
+            seconds = min(action.seconds, self.config.max_wait_seconds)
+            await asyncio.sleep(seconds)
+            self.worker.record(p, f"waited {seconds:g} s")
+        elif p.code is not None:
+            result = await self.env.act(p.code)
+            fields["error"] = _action_error(result)
+            self.worker.record(p, result)
+        else:
+            self.worker.record(p, "nothing to execute")
+
+    async def _store(self, step: Step, shots: dict[str, bytes]) -> None:
+        stored = await asyncio.to_thread(self.dir.append_step, step, shots)
+        if not self.hooks:
+            return
+        event = StepEvent(
+            task_id=self.info.task_id,
+            rollout=self.info.rollout,
+            step=stored,
+            before=shots["before"],
+            after=shots.get("after"),
+            rollout_dir=self.dir,
+        )
+        for hook in self.hooks:
+            task = asyncio.create_task(self._call_hook(hook, event))
+            self._hook_tasks.add(task)
+            task.add_done_callback(self._hook_tasks.discard)
+
+    async def _call_hook(self, hook: StepHook, event: StepEvent) -> None:
+        try:
+            await hook(event)
+        except Exception:
+            _log.exception("step hook failed on %s/%d step %d", event.task_id, event.rollout, event.step.index)
+
+    async def _drain_hooks(self) -> None:
+        if self._hook_tasks:
+            await asyncio.gather(*list(self._hook_tasks), return_exceptions=True)

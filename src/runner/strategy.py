@@ -1,0 +1,168 @@
+"""How a task is run: strategies over rollouts, and the executor that runs tasks.
+
+A strategy is an async callable ``await strategy(run) -> TaskResult`` given a `TaskRun`
+(the task, its folder, the pool, the models, the ledger, the step hooks). `single` runs one
+rollout. Wider strategies (N rollouts and a judge, retry-until-success with a critic, step
+guides) are built from the same piece, `run_rollout`: borrow an environment, prepare the
+task, run one rollout, score it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from core.llm import Ledger
+from core.protocols import EnvError, Environment, EnvironmentLost
+from core.trajectory import RolloutInfo, RunLayout, Task, TaskDir, TaskResult
+
+from .config import RunConfig
+from .environments import EnvironmentPool, prepare_task, score_task
+from .models import ModelSet, make_worker, spent_by
+from .outcomes import RolloutResult
+from .rollout import Rollout, StepHook
+
+__all__ = [
+    "STRATEGIES",
+    "RolloutOutcome",
+    "SingleRollout",
+    "Strategy",
+    "TaskRun",
+    "run_rollout",
+    "run_tasks",
+]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class TaskRun:
+    """Everything a strategy needs to run one task."""
+
+    task: Task
+    layout: RunLayout
+    config: RunConfig
+    pool: EnvironmentPool
+    models: ModelSet
+    ledger: Ledger
+    hooks: list[StepHook] = field(default_factory=list)
+
+    @property
+    def task_dir(self) -> TaskDir:
+        return self.layout.task(self.task.id)
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutOutcome:
+    """One rollout's result and the evaluator's score (None: not evaluated)."""
+
+    index: int
+    result: RolloutResult
+    score: float | None
+    #: Why the evaluator gave no score although the task has one, if so.
+    score_error: str | None = None
+
+
+class Strategy(Protocol):
+    name: str
+
+    async def __call__(self, run: TaskRun) -> TaskResult: ...
+
+
+async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | None = None,
+                      models: ModelSet | None = None) -> RolloutOutcome:
+    """Prepare the task in `env`, run rollout `k` there, and score it."""
+    task, layout = run.task, run.layout
+    tags = {"run": layout.run_id, "task": task.id, "rollout": k}
+    tagged = (models or run.models).tagged(**tags)
+    rd = layout.rollout(task.id, k)
+    cache = run.task_dir.path / "evaluation" / f"rollout-{k}"
+    info = RolloutInfo(run_id=layout.run_id, task_id=task.id, rollout=k, model=tagged.policy.name,
+                       seed=seed, environment=env.name, started_at=time.time())
+    try:
+        await prepare_task(env, task, cache)
+    except EnvError as e:
+        status = "environment_lost" if isinstance(e, EnvironmentLost) else "errored"
+        await asyncio.to_thread(rd.start, info)
+        await asyncio.to_thread(rd.finish, status, f"task setup failed: {e}")
+        result = RolloutResult(status, f"task setup failed: {e}", 0, None, 0.0, 0.0)
+        return RolloutOutcome(k, result, None, None)
+    rollout = Rollout(
+        env=env,
+        worker=make_worker(run.config, tagged, env),
+        instruction=task.instruction,
+        rollout_dir=rd,
+        info=info,
+        config=run.config.rollout,
+        max_steps=task.max_steps,
+        spent=lambda: spent_by(run.ledger, **tags),
+        hooks=run.hooks,
+    )
+    result = await rollout.run()
+    if result.status in ("environment_lost", "errored"):
+        return RolloutOutcome(k, result, None, None)
+    try:
+        score = await score_task(env, task, cache, last_action=result.last_action)
+    except EnvError as e:
+        _log.warning("evaluating %s rollout %d failed: %s", task.id, k, e)
+        return RolloutOutcome(k, result, None, str(e))
+    if score is not None:
+        header = await asyncio.to_thread(rd.read_info)
+        if header is not None:
+            await asyncio.to_thread(rd.write_info, header.model_copy(update={"score": score}))
+    return RolloutOutcome(k, result, score)
+
+
+class SingleRollout:
+    """One rollout of the task; its score is the task's."""
+
+    name = "single"
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, RolloutOutcome] = {}
+
+    async def __call__(self, run: TaskRun) -> TaskResult:
+        await asyncio.to_thread(run.task_dir.write_task, run.task)
+        env = await run.pool.acquire()
+        try:
+            outcome = await run_rollout(run, 0, env, seed=run.config.seed)
+        finally:
+            run.pool.release(env)
+        self.outcomes[run.task.id] = outcome
+        result = TaskResult.from_scores(run.task.id, {0: outcome.score}, selected=0)
+        await asyncio.to_thread(run.task_dir.write_result, result)
+        return result
+
+
+#: Strategy name → factory; the name is what ``strategy`` in the run configuration selects.
+STRATEGIES: dict[str, Callable[[], Strategy]] = {"single": SingleRollout}
+
+
+async def run_tasks(
+    tasks: Sequence[Task],
+    strategy: Strategy,
+    make_run: Callable[[Task], TaskRun],
+    *,
+    concurrency: int = 1,
+    on_result: Callable[[Task, TaskResult | BaseException], Awaitable[None]] | None = None,
+) -> list[TaskResult | BaseException]:
+    """Run `strategy` over `tasks`, at most `concurrency` at once; one task's error does
+    not stop the others (it is returned in that task's place)."""
+    slots = asyncio.Semaphore(max(concurrency, 1))
+
+    async def one(task: Task) -> TaskResult | BaseException:
+        async with slots:
+            try:
+                out: TaskResult | BaseException = await strategy(make_run(task))
+            except Exception as e:
+                _log.exception("task %s failed", task.id)
+                out = e
+        if on_result is not None:
+            await on_result(task, out)
+        return out
+
+    return list(await asyncio.gather(*(one(t) for t in tasks)))
