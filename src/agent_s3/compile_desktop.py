@@ -26,6 +26,7 @@ from agent_s3.actions import (
     TypeText,
 )
 from agent_s3.points import Point, PointerEvent, clamp
+from agent_s3.snippets import WINDOWS_CLIPBOARD, X11_TYPE_UNICODE
 
 __all__ = ["Compiled", "DesktopOptions", "compile_desktop"]
 
@@ -68,58 +69,37 @@ def _held(holds: list[str], body: list[str]) -> list[str]:
     return [*down, "try:", *(f"    {line}" for line in body), "finally:", *up]
 
 
+def _runs(text: str) -> list[tuple[bool, str]]:
+    """Split `text` into maximal runs of ASCII and non-ASCII characters."""
+    runs: list[tuple[bool, str]] = []
+    for ch in text:
+        ascii_ = ch.isascii()
+        if runs and runs[-1][0] == ascii_:
+            runs[-1] = (ascii_, runs[-1][1] + ch)
+        else:
+            runs.append((ascii_, ch))
+    return runs
+
+
 def _write(text: str, opts: DesktopOptions) -> list[str]:
     if not text:
         return []
     if text.isascii():
         return [f"pyautogui.write({text!r}, interval={opts.type_interval!r})"]
     if opts.platform == "ubuntu":
-        # pyautogui drops non-ASCII on X11; xdotool types any Unicode, passed as one argument.
-        # It drops newlines, so lines are typed one by one with Enter between them; and it
-        # restores its borrowed keycode so soon after the last key that an application can
-        # miss a final non-ASCII character, so that one is typed alone, with a longer delay.
-        delay = str(max(1, round(opts.type_interval * 1000)))
-        pieces: list[tuple[str, str]] = []
-        for i, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")):
-            if i:
-                pieces.append(("enter", ""))
-            if line and not line[-1].isascii():
-                pieces += [("type", line[:-1]), ("slow", line[-1])] if line[:-1] else [("slow", line)]
-            elif line:
-                pieces.append(("type", line))
-        return [
-            "import subprocess",
-            f"pieces = {pieces!r}",
-            "for how, piece in pieces:",
-            "    if how == 'enter':",
-            "        pyautogui.press('enter')",
-            "    else:",
-            f"        delay = '100' if how == 'slow' else {delay!r}",
-            "        subprocess.run(['xdotool', 'type', '--delay', delay, '--', piece], check=True)",
-        ]
-    return [*_windows_clipboard(text), "pyautogui.hotkey('ctrl', 'v')", "time.sleep(0.2)"]
-
-
-def _windows_clipboard(text: str) -> list[str]:
-    """Put `text` on the Windows clipboard as CF_UNICODETEXT through the Win32 API."""
+        # pyautogui types the ASCII runs; the rest goes through XTest with keycodes of its own.
+        lines = X11_TYPE_UNICODE.strip().splitlines()
+        for ascii_, run in _runs(text):
+            if ascii_:
+                lines.append(f"pyautogui.write({run!r}, interval={opts.type_interval!r})")
+            else:
+                lines.append(f"type_unicode({run!r}, delay={max(opts.type_interval, 0.004)!r})")
+        return lines
     return [
-        "import ctypes",
-        "from ctypes import wintypes",
-        "k32, u32 = ctypes.windll.kernel32, ctypes.windll.user32",
-        "k32.GlobalAlloc.restype = wintypes.HGLOBAL",
-        "k32.GlobalAlloc.argtypes = [wintypes.UINT, ctypes.c_size_t]",
-        "k32.GlobalLock.restype = wintypes.LPVOID",
-        "k32.GlobalLock.argtypes = [wintypes.HGLOBAL]",
-        "k32.GlobalUnlock.argtypes = [wintypes.HGLOBAL]",
-        "u32.SetClipboardData.argtypes = [wintypes.UINT, wintypes.HANDLE]",
-        f"data = {text!r}.encode('utf-16-le') + b'\\x00\\x00'",
-        "handle = k32.GlobalAlloc(0x0002, len(data))",
-        "ctypes.memmove(k32.GlobalLock(handle), data, len(data))",
-        "k32.GlobalUnlock(handle)",
-        "u32.OpenClipboard(None)",
-        "u32.EmptyClipboard()",
-        "u32.SetClipboardData(13, handle)",
-        "u32.CloseClipboard()",
+        *WINDOWS_CLIPBOARD.strip().splitlines(),
+        f"set_clipboard({text!r})",
+        "pyautogui.hotkey('ctrl', 'v')",
+        "time.sleep(0.2)",
     ]
 
 

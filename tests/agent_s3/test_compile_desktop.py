@@ -104,34 +104,23 @@ def test_ascii_text_is_embedded_exactly(platform: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("text", ["héllo wörld", "日本語 $(id)\n", "emoji ✓ 'q' \\\r\nnext ✓"])
-def test_non_ascii_on_ubuntu_goes_through_xdotool_argument_lists(text: str) -> None:
+def test_non_ascii_on_ubuntu_is_typed_in_runs(text: str) -> None:
     out = compiled(TypeText(text=text), "ubuntu")
-    tree = ast.parse(out.code)
-    (pieces,) = [
-        ast.literal_eval(n.value)
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "pieces"
-    ]
-    typed = "".join("\n" if how == "enter" else piece for how, piece in pieces)
-    assert typed == text.replace("\r\n", "\n")
-    assert all(how != "slow" or (len(p) == 1 and not p.isascii()) for how, p in pieces)
-    (run,) = [c for c in calls(out.code) if c[0] == "subprocess.run"]
-    assert run[1][0] == "['xdotool', 'type', '--delay', delay, '--', piece]"
-    assert run[2] == {"check": True}
-    assert not [c for c in pyautogui_calls(out.code) if c[0] == "pyautogui.write"]
+    got = calls(out.code)
+    typed = [(name, args[0]) for name, args, _ in got if name in ("pyautogui.write", "type_unicode")]
+    assert "".join(t for _, t in typed) == text
+    assert all(t.isascii() == (name == "pyautogui.write") for name, t in typed)
+    assert "subprocess.run" not in [c[0] for c in got] and "os.system" not in [c[0] for c in got]
+    assert "def type_unicode(" in out.code
 
 
 def test_non_ascii_on_windows_is_pasted_from_the_clipboard() -> None:
     text = "Grüße 'x' \\ $(id)"
     out = compiled(TypeText(text=text), "windows")
-    encoded = [
-        n
-        for n in ast.walk(ast.parse(out.code))
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "encode"
-    ]
-    assert ast.literal_eval(encoded[0].func.value) == text
-    assert ("pyautogui.hotkey", ["ctrl", "v"], {}) in pyautogui_calls(out.code)
-    assert "u32.SetClipboardData" in [c[0] for c in calls(out.code)]
+    got = calls(out.code)
+    assert ("set_clipboard", [text], {}) in got
+    assert ("pyautogui.hotkey", ["ctrl", "v"], {}) in got
+    assert "u32.SetClipboardData" in [c[0] for c in got]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
