@@ -10,6 +10,7 @@ one's outcome into the history. One worker serves one rollout.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,7 +106,7 @@ class Worker:
             if cfg.platform == "android":
                 raise ValueError("no compiler for android actions was given; pass compiler=...")
             opts = DesktopOptions(platform=cfg.platform, ubuntu_open=cfg.ubuntu_open)  # type: ignore[arg-type]
-            compiler = lambda action, points, screen: compile_desktop(action, points, screen, opts)  # noqa: E731
+            compiler = functools.partial(compile_desktop, opts=opts)
         self.compiler = compiler
         self.allowed = [
             action_name(c) for c in ACTION_TYPES if self.code_enabled or action_name(c) != "call_code_agent"
