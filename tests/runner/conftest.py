@@ -1,0 +1,133 @@
+"""Fixtures of the runner's tests: one real desktop for the module, and a harness that runs a
+task on it with the policy's replies served over HTTP by the local OpenAI protocol server
+(the official SDK on the wire, only the base URL differs from a real provider)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.llm import Ledger, Script, ScriptRequest
+from core.llm.fakeserver import OpenAIServer
+from core.protocols import Environment
+from core.trajectory import RunLayout, Task, TaskResult, Trajectory
+from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
+from environments.local.server_env import server_environment
+from environments.local.spawner import run_all
+from runner.config import load_run_config
+from runner.environments import FixedPool
+from runner.models import build_models
+from runner.rollout import StepHook
+from runner.strategy import RolloutOutcome, SingleRollout, TaskRun
+
+_NEEDS = ("Xvfb", "openbox", "mousepad", "xterm", "dbus-daemon", "bwrap", "xdotool", "setpriv")
+API_KEY = "sk-runner-test-key"
+
+Responder = Callable[[ScriptRequest], str]
+
+
+def desktops_missing() -> str | None:
+    missing = [tool for tool in _NEEDS if shutil.which(tool) is None]
+    if missing:
+        return f"missing {', '.join(missing)} (install the desktop Debian packages)"
+    if os.geteuid() != 0:
+        return "local desktops run apps as an unprivileged uid and need root to start"
+    return None
+
+
+def start_desktop(base: Path, name: str, pool: str) -> LocalDesktop:
+    desktop = LocalDesktop(name, base, DesktopConfig(), pool=pool)
+    run_all([desktop.start])
+    return desktop
+
+
+@pytest.fixture(scope="module")
+def runner_desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalDesktop]:
+    """One desktop shared by a module's tests; every run reverts it to the task's snapshot."""
+    reason = desktops_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    desktop = start_desktop(tmp_path_factory.mktemp("runner-envs"), "runner-tests", "tests-runner")
+    yield desktop
+    run_all([desktop.close])
+
+
+async def _keep(_: LocalEnvironment) -> None:
+    return None
+
+
+@pytest.fixture
+async def local_env(runner_desktop: LocalDesktop) -> AsyncIterator[LocalEnvironment]:
+    env = LocalEnvironment(runner_desktop, server_environment(runner_desktop), on_close=_keep)
+    yield env
+    await env.close()
+
+
+@dataclass
+class Ran:
+    """What one harness run left: the outcome, the files, the ledger and the wire."""
+
+    outcome: RolloutOutcome
+    result: TaskResult
+    layout: RunLayout
+    ledger: Ledger
+    server: OpenAIServer
+    task: Task
+
+    @property
+    def trajectory(self) -> Trajectory:
+        return self.layout.rollout(self.task.id, 0).read()
+
+    def system_prompts(self) -> list[str]:
+        return [
+            m["content"] if isinstance(m["content"], str) else ""
+            for r in self.server.requests
+            for m in r.body["messages"]
+            if m["role"] in ("system", "developer")
+        ]
+
+
+@dataclass
+class Harness:
+    root: Path
+
+    async def run(
+        self,
+        task: Task,
+        env: Environment,
+        responder: Responder,
+        *,
+        config: dict[str, Any] | None = None,
+        hooks: Sequence[StepHook] = (),
+        run_id: str = "run-1",
+    ) -> Ran:
+        script = Script("runner-test", [responder] * 300)
+        async with OpenAIServer(script, api_key=API_KEY) as server:
+            base = {
+                "policy": {"model": "openai/test-model", "base_url": server.base_url, "api_key": API_KEY},
+                "rollout": {"settle_seconds": 0.2},
+            }
+            cfg = load_run_config([base, config or {}])
+            layout = RunLayout(self.root / "runs", run_id, durable=False)
+            layout.path.mkdir(parents=True, exist_ok=True)
+            ledger = Ledger(layout.ledger_path)
+            models = build_models(cfg, ledger)
+            strategy = SingleRollout()
+            run = TaskRun(task=task, layout=layout, config=cfg, pool=FixedPool(env), models=models,
+                          ledger=ledger, hooks=list(hooks))
+            try:
+                result = await strategy(run)
+            finally:
+                await models.aclose()
+        return Ran(strategy.outcomes[task.id], result, layout, ledger, server, task)
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Harness:
+    return Harness(tmp_path)
