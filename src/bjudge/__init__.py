@@ -12,7 +12,7 @@ While rollouts run::
 After they end: `judge_run(layout, make_representer("narrative", narrator, cache), judge)`.
 """
 
-from .augment import AugmentedTransition, Frame, FrameMemo, augment, load_frame
+from .augment import AugmentedTransition, Frame, FrameMemo, augment, augment_transition, load_frame
 from .builder import NarrativeBuilder
 from .cache import FactCache, cache_key
 from .candidates import Candidate, narrative_candidate, narrative_text
@@ -54,6 +54,7 @@ __all__ = [
     "Representer",
     "TransitionFacts",
     "augment",
+    "augment_transition",
     "cache_key",
     "frame_indices",
     "import_osworld",

@@ -31,7 +31,16 @@ from core.trajectory import PointerEvent
 from .config import AugmentConfig
 from .png import encode_png_fast
 
-__all__ = ["AugmentedTransition", "Frame", "FrameMemo", "augment", "digest", "load_frame", "marker_label"]
+__all__ = [
+    "AugmentedTransition",
+    "Frame",
+    "FrameMemo",
+    "augment",
+    "augment_transition",
+    "digest",
+    "load_frame",
+    "marker_label",
+]
 
 _RESAMPLE = {
     "nearest": Image.Resampling.NEAREST,
@@ -184,3 +193,12 @@ def augment(before: Frame, after: Frame, pointer: Sequence[PointerEvent], cfg: A
         zoom_box=box,
         size=after.full.size,
     )
+
+
+def augment_transition(before_png: bytes, after_png: bytes, pointer: Sequence[PointerEvent],
+                       cfg: AugmentConfig | None = None) -> AugmentedTransition:
+    """`augment` straight from PNG bytes, e.g. for a report showing what the narrator saw
+    (blocking: call it in a thread)."""
+    cfg = cfg or AugmentConfig()
+    memo = FrameMemo(cfg.longest_side)
+    return augment(memo.get(before_png), memo.get(after_png), pointer, cfg)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bjudge import AugmentConfig, FrameMemo, augment, load_frame
+from bjudge import AugmentConfig, FrameMemo, augment, augment_transition, load_frame
 from core.images import MARKER_COLOURS, decode_png, encode_png
 from core.trajectory import PointerEvent
 
@@ -125,3 +125,10 @@ def test_fast_png_round_trips_exactly_and_stays_compact(mode: str) -> None:
     expected = img.convert("RGB") if mode == "P" else img
     assert back.mode == expected.mode and back.tobytes() == expected.tobytes()
     assert len(data) < 1.5 * len(encode_png(expected, level=1))
+
+
+def test_augment_transition_works_from_png_bytes_with_defaults() -> None:
+    out = augment_transition(_grey(1920, 1080), _grey(1920, 1080), [PointerEvent(kind="click", x=960, y=540)])
+    assert decode_png(out.before).size == (1280, 720)
+    assert decode_png(out.before).getpixel((640, 360)) == MARKER_COLOURS["click"]
+    assert out.zoom is not None and decode_png(out.zoom).size == (600, 600)
