@@ -27,7 +27,10 @@ def comparison_messages(task: str, shown: Sequence[Candidate], cfg: JudgeConfig)
         parts.append(TextPart(text=f"===== Candidate {position} ====="))
         parts.extend(candidate.parts)
     parts.append(TextPart(text=render("judge_closing", n=n)))
-    return [ChatMessage(role="system", content=render("judge_system", n=n, task=task, cite=cfg.cite)),
+    kinds = {c.representation for c in shown}
+    representation = kinds.pop() if len(kinds) == 1 else "mixed"
+    system = render("judge_system", n=n, task=task, cite=cfg.cite, representation=representation)
+    return [ChatMessage(role="system", content=system),
             ChatMessage(role="user", content=parts)]
 
 

@@ -135,3 +135,18 @@ def test_unknown_judge_names_say_what_exists(scripted) -> None:
     _, model = scripted("judge", [])
     with pytest.raises(ValueError, match="mcq, pairwise, independent"):
         make_judge("best", model)
+
+
+@pytest.mark.parametrize(("cite", "representation", "expected", "absent"), [
+    (True, "narrative", "Cite them", None),
+    (False, "narrative", "the facts observed", "Cite them"),
+    (True, "screenshots", "screenshots taken along its run", "F3.2"),
+])
+async def test_the_judge_prompt_follows_citing_and_the_representation(scripted, cite, representation, expected,
+                                                                      absent) -> None:
+    script, model = scripted("judge", [Reply(text="<answer>1</answer>")])
+    candidates = [Candidate(rollout=k, parts=[TextPart(text="x")], representation=representation) for k in (0, 1)]
+    selection = await make_judge("mcq", model, JudgeConfig(seed=0, cite=cite))("task", candidates)
+    system = script.requests[0].messages[0].text()
+    assert expected in system and (absent is None or absent not in system)
+    assert selection.strategy == f"mcq/{representation}"
