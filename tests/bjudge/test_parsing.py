@@ -53,3 +53,18 @@ def test_missing_out_of_range_and_several_answers_are_refused(reply: str, proble
 
 def test_a_repeated_identical_answer_is_one_answer() -> None:
     assert parse_choice("<answer>3</answer> so, <answer>3</answer>", 1, 3).value == 3
+
+
+def test_pointer_events_are_read_from_pyautogui_code_without_running_it(tmp_path) -> None:
+    from bjudge import pointer_events
+
+    marker = tmp_path / "ran"
+    code = (f"import pyautogui; open({str(marker)!r}, 'w')\n"
+            "pyautogui.moveTo(10, 20); pyautogui.dragTo(300, 40, duration=1)\n"
+            "pyautogui.doubleClick(x=5.6, y=6)\npyautogui.scroll(-3, x=7, y=8)\npyautogui.click((1, 2))\n"
+            "pyautogui.click(__import__('os').getpid(), 3)\nother.click(1, 1)")
+    events = pointer_events(code)
+    assert [(e.kind, e.x, e.y) for e in events] == [("move", 10, 20), ("drag", 300, 40), ("click", 6, 6),
+                                                   ("move", 7, 8), ("click", 1, 2)]
+    assert not marker.exists()
+    assert pointer_events("pyautogui.click(") == [] and pointer_events(None) == []
