@@ -17,7 +17,7 @@ from agent_s3.calls import ModelCall, call_model
 from agent_s3.config import CodeAgentConfig, EnvironmentFacts
 from agent_s3.facts import fact_lines, platform_name
 from agent_s3.prompts import render
-from core.llm import ChatMessage, ChatModel, ImagePart, TextPart
+from core.llm import ChatMessage, ChatModel, ImagePart, ModelCallError, TextPart
 from core.protocols import EnvError, EnvironmentLost, ExecResult, Platform, Sandbox, SandboxLanguage
 
 __all__ = ["CodeAgent", "CodeAgentResult", "CodeStep", "parse_code_reply", "trim_output"]
@@ -242,7 +242,8 @@ class CodeAgent:
                     )
                 )
         summary, checklist, call = await self._summarise(task, reason, steps)
-        calls.append(call)
+        if call is not None:
+            calls.append(call)
         return CodeAgentResult(
             task=task,
             reason=reason,
@@ -257,7 +258,7 @@ class CodeAgent:
 
     async def _summarise(
         self, task: str, reason: Reason, steps: list[CodeStep]
-    ) -> tuple[str, list[str], ModelCall]:
+    ) -> tuple[str, list[str], ModelCall | None]:
         messages = [
             ChatMessage(role="system", content=render("code_summary_system")),
             ChatMessage(
@@ -272,7 +273,11 @@ class CodeAgent:
                 ),
             ),
         ]
-        call = await call_model(self.model, messages, module="code_agent", config=self.config.generate)
+        try:
+            call = await call_model(self.model, messages, module="code_agent", config=self.config.generate)
+        except ModelCallError as e:
+            # The code has run and changed things; losing its record to a failed summary would be worse.
+            return f"(no summary: the summarizer call failed: {e})", [], None
         summary = _tag(call.text, "summary")
         raw_list = _tag(call.text, "checklist") or ""
         checklist = [re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip() for line in raw_list.splitlines()]

@@ -47,8 +47,10 @@ class GroundingConfig(BaseModel):
     """The grounding model's output width when `space` is "custom" (e.g. 1920 for UI-TARS-1.5-7B)."""
     height: int | None = Field(None, gt=0)
     """The grounding model's output height when `space` is "custom"."""
-    generate: GenerateConfig = GenerateConfig(temperature=0.0, max_tokens=256)
-    """Decoding settings of grounding calls."""
+    generate: GenerateConfig = GenerateConfig()
+    """Decoding settings of grounding calls. Provider defaults unless set: reasoning models
+    reject temperature 0 and spend small token limits on reasoning; a UI-TARS endpoint is
+    usually given temperature 0 here."""
     tesseract_psm: int = Field(6, ge=0, le=13)
     """Tesseract page segmentation mode tried first for text spans (sparse text, 11, second)."""
 

@@ -184,3 +184,14 @@ def test_facts_and_sudo_rule_are_in_the_system_prompt() -> None:
 )
 def test_parse_code_reply(reply: str, expected: tuple) -> None:
     assert parse_code_reply(reply, "ubuntu")[1:] == expected
+
+
+async def test_a_failed_summary_keeps_the_session(sandbox, make_png: Callable[..., bytes]) -> None:
+    ca, script = agent(
+        [code("bash", "touch done.flag"), Reply(text="<answer>DONE</answer>"), Reply(error=400)]
+    )
+    result = await ca.run("Make the flag", make_png(), sandbox)
+    assert result.reason == "DONE" and len(sandbox.calls) == 1
+    assert result.summary.startswith("(no summary: the summarizer call failed")
+    assert len(result.call_ids) == 2 and "" not in result.call_ids
+    script.assert_done()
