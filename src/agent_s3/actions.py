@@ -75,8 +75,10 @@ class Click(ActionBase):
     element_description: Description = Field(
         description="A detailed description of the element to click, specific enough to pick it out on the screen."
     )
-    num_clicks: int = Field(1, ge=1, le=3, description="How many times to click (1 to 3).")
-    button_type: Literal["left", "middle", "right"] = Field("left", description="Which mouse button to use.")
+    num_clicks: int = Field(default=1, ge=1, le=3, description="How many times to click (1 to 3).")
+    button_type: Literal["left", "middle", "right"] = Field(
+        default="left", description="Which mouse button to use."
+    )
     hold_keys: list[str] = Field(
         default_factory=list, max_length=4, description="Keys held down while clicking, e.g. ['ctrl']."
     )
@@ -90,13 +92,15 @@ class TypeText(ActionBase):
 
     kind: Literal["type"] = "type"
     element_description: str | None = Field(
-        None,
+        default=None,
         max_length=MAX_DESCRIPTION,
         description="The element to click before typing; None types into whatever has focus.",
     )
-    text: str = Field("", max_length=MAX_TEXT, description="The text to type, exactly as it should appear.")
-    overwrite: bool = Field(False, description="True selects and deletes the existing content first.")
-    enter: bool = Field(False, description="True presses Enter after typing.")
+    text: str = Field(
+        default="", max_length=MAX_TEXT, description="The text to type, exactly as it should appear."
+    )
+    overwrite: bool = Field(default=False, description="True selects and deletes the existing content first.")
+    enter: bool = Field(default=False, description="True presses Enter after typing.")
     grounded: ClassVar[bool] = True
 
 
@@ -108,7 +112,7 @@ class Scroll(ActionBase):
     clicks: int = Field(
         ge=-50, le=50, description="Wheel clicks: positive scrolls up (or right), negative down (or left)."
     )
-    horizontal: bool = Field(False, description="True scrolls sideways instead of up and down.")
+    horizontal: bool = Field(default=False, description="True scrolls sideways instead of up and down.")
     grounded: ClassVar[bool] = True
 
     @field_validator("clicks")
@@ -208,7 +212,7 @@ class CallCodeAgent(ActionBase):
 
     kind: Literal["call_code_agent"] = "call_code_agent"
     task: str | None = Field(
-        None,
+        default=None,
         max_length=MAX_SUBTASK,
         description="A focused subtask; None gives the code agent the original task unchanged.",
     )

@@ -241,9 +241,9 @@ class CodeAgent:
                         ),
                     )
                 )
-        summary, checklist, call = await self._summarise(task, reason, steps)
-        if call is not None:
-            calls.append(call)
+        summary, checklist, summary_call = await self._summarise(task, reason, steps)
+        if summary_call is not None:
+            calls.append(summary_call)
         return CodeAgentResult(
             task=task,
             reason=reason,

@@ -212,9 +212,9 @@ def compile_desktop(
             t = pts["target"]
             lines, events = _click(action, t), [PointerEvent(kind="click", x=t.x, y=t.y)]
         case TypeText():
-            t = pts.get("target") if action.element_description else None
-            lines = _type(action, t, opts)
-            events = [PointerEvent(kind="click", x=t.x, y=t.y)] if t else []
+            focus = pts.get("target") if action.element_description else None
+            lines = _type(action, focus, opts)
+            events = [PointerEvent(kind="click", x=focus.x, y=focus.y)] if focus else []
         case Scroll():
             t = pts["target"]
             lines, events = _scroll(action, t, opts), [PointerEvent(kind="move", x=t.x, y=t.y)]

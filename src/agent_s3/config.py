@@ -43,15 +43,15 @@ class GroundingConfig(BaseModel):
     "uitars": the screenshot then a bare query, as UI-TARS-style grounding models expect."""
     space: Literal["pixels", "norm1000", "norm100", "custom"] = "pixels"
     """Units of the answer: screenshot pixels, 0-1000 or 0-100 per axis, or `width`x`height`."""
-    width: int | None = Field(None, gt=0)
+    width: int | None = Field(default=None, gt=0)
     """The grounding model's output width when `space` is "custom" (e.g. 1920 for UI-TARS-1.5-7B)."""
-    height: int | None = Field(None, gt=0)
+    height: int | None = Field(default=None, gt=0)
     """The grounding model's output height when `space` is "custom"."""
     generate: GenerateConfig = GenerateConfig()
     """Decoding settings of grounding calls. Provider defaults unless set: reasoning models
     reject temperature 0 and spend small token limits on reasoning; a UI-TARS endpoint is
     usually given temperature 0 here."""
-    tesseract_psm: int = Field(6, ge=0, le=13)
+    tesseract_psm: int = Field(default=6, ge=0, le=13)
     """Tesseract page segmentation mode tried first for text spans (sparse text, 11, second)."""
 
     @model_validator(mode="after")
@@ -66,11 +66,11 @@ class CodeAgentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    budget: int = Field(20, ge=1, le=100)
+    budget: int = Field(default=20, ge=1, le=100)
     """Inner steps before the loop stops with BUDGET_EXHAUSTED."""
-    output_limit: int = Field(4000, ge=200)
+    output_limit: int = Field(default=4000, ge=200)
     """Characters of stdout and of stderr kept per step (head and tail)."""
-    exec_timeout: float = Field(60.0, gt=0)
+    exec_timeout: float = Field(default=60.0, gt=0)
     """Seconds one code block may run."""
     generate: GenerateConfig = GenerateConfig()
     """Decoding settings of the coding agent and its summarizer."""
@@ -86,13 +86,13 @@ class WorkerConfig(BaseModel):
     facts: EnvironmentFacts = Field(default_factory=EnvironmentFacts)
     reflection: bool = True
     """Reflect on the trajectory before each step (after the first)."""
-    history_screenshots: int = Field(2, ge=0, le=10)
+    history_screenshots: int = Field(default=2, ge=0, le=10)
     """Earlier screenshots sent besides the current one."""
-    history_steps: int = Field(40, ge=1)
+    history_steps: int = Field(default=40, ge=1)
     """Past steps kept as text; older ones are counted, not shown."""
-    max_format_retries: int = Field(3, ge=0, le=10)
+    max_format_retries: int = Field(default=3, ge=0, le=10)
     """Re-asks after a malformed reply before the step gives up."""
-    max_reply_chars: int = Field(20_000, ge=100)
+    max_reply_chars: int = Field(default=20_000, ge=100)
     """Longer replies are format errors."""
     code_agent: bool = True
     """Offer call_code_agent (hidden anyway when no sandbox is given, and on Android)."""
@@ -102,5 +102,5 @@ class WorkerConfig(BaseModel):
     """Decoding settings of policy calls."""
     reflection_generate: GenerateConfig = GenerateConfig()
     """Decoding settings of reflection calls."""
-    grounding: GroundingConfig = Field(default_factory=GroundingConfig)
-    coding: CodeAgentConfig = Field(default_factory=CodeAgentConfig)
+    grounding: GroundingConfig = Field(default_factory=lambda: GroundingConfig())
+    coding: CodeAgentConfig = Field(default_factory=lambda: CodeAgentConfig())

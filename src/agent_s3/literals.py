@@ -60,8 +60,9 @@ def literal_value(node: ast.AST, _depth: int = 0) -> Any:
         raise NotLiteral(f"the constant {type(node.value).__name__} is not allowed")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         operand = node.operand
-        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float):
-            return -operand.value if isinstance(node.op, ast.USub) else operand.value
+        value = operand.value if isinstance(operand, ast.Constant) else None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
         raise NotLiteral("a sign may only precede a number")
     if isinstance(node, ast.List | ast.Tuple):
         if len(node.elts) > _MAX_ITEMS:
