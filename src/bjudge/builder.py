@@ -57,12 +57,14 @@ class NarrativeBuilder:
             state = self._rollouts[rollout] = _Rollout(memo=FrameMemo(self.cfg.augment.longest_side))
         return state
 
-    async def add_transition(self, rollout: int, step: Step, before_png: bytes, after_png: bytes) -> TransitionFacts:
+    async def add_transition(self, rollout: int, step: Step, before_png: bytes,
+                             after_png: bytes | None) -> TransitionFacts:
         """Narrate one step of `rollout` (facts come from the cache when known). Adding a
-        step index again replaces its facts (a retried rollout starts over)."""
+        step index again replaces its facts (a retried rollout starts over). Without an
+        after-screenshot the step's before-screenshot is the rollout's last screen."""
         state = self._state(rollout)
         if state.last is None or step.index >= state.last[0]:
-            state.last = (step.index, after_png)
+            state.last = (step.index, after_png if after_png is not None else before_png)
         async with self._slots:
             found = await self.generator.facts(step, before_png, after_png, state.memo)
             if state.first is None or step.index <= state.first[0]:

@@ -64,12 +64,16 @@ class FactGenerator:
         return cache_key("facts", self.version, self.model.name, self.cfg.augment,
                          self.cfg.max_facts, self.cfg.code_output_chars, action, before_digest, after_digest)
 
-    async def facts(self, step: Step, before_png: bytes, after_png: bytes, memo: FrameMemo | None = None) -> TransitionFacts:
+    async def facts(self, step: Step, before_png: bytes, after_png: bytes | None,
+                    memo: FrameMemo | None = None) -> TransitionFacts:
         """The facts of `step`'s transition; `memo` shares decoded screenshots between the
-        transitions of one rollout."""
+        transitions of one rollout. A step without an after-screenshot (it ended the
+        rollout on an error) has no facts unless it is a done/fail step."""
         fixed = control_fact(step)
         if fixed is not None:
             return TransitionFacts(step=step.index, facts=[fixed], status="control")
+        if after_png is None:
+            return TransitionFacts(step=step.index, status="no_facts", problem="the step has no after-screenshot")
         before_digest, after_digest = await asyncio.to_thread(lambda: (digest(before_png), digest(after_png)))
         key = self.key(step, before_digest, after_digest)
         hit = self.cache.get(key)

@@ -220,7 +220,7 @@ async def narrate_rollout(builder: NarrativeBuilder, rd: RolloutDir) -> Candidat
             pngs = await asyncio.to_thread(lambda: (rd.read_screenshot(step, "before"),
                                                     rd.read_screenshot(step, "after")))
             before, after = pngs
-            if before is None or after is None:
+            if before is None:
                 return
             await builder.add_transition(rd.index, step, before, after)
 

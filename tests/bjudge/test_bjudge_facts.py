@@ -166,3 +166,19 @@ async def test_candidate_screens_are_downscaled_and_reuse_decoded_frames(scripte
     assert memo.decodes == decodes == 3  # each screen decoded once, none again for the judge
     sizes = [decode_png(p.data).size for p in candidate.parts if isinstance(p, ImagePart)]
     assert sizes == [(1280, 720), (1280, 720)]
+
+
+async def test_a_step_without_an_after_screen_needs_no_call_and_ends_on_its_before_screen(scripted) -> None:
+    script, model = scripted("noafter", [fact_from_action])
+    builder = NarrativeBuilder(model, FactCache(None), CFG)
+    step, before, after = _steps()[0]
+    await builder.add_transition(0, step, before, after)
+    lost = Step(index=1, action={"kind": "click", "note": "never landed"}, pointer=[PointerEvent(kind="click", x=1, y=1)])
+    found = await builder.add_transition(0, lost, after, None)
+    done = await builder.add_transition(0, Step(index=2, action={"kind": "done"}), after, None)
+    script.assert_done()
+    assert found.status == "no_facts" and done.status == "control"
+    assert builder.narrative(0).facts == [["Opened File menu"], [], [done.facts[0]]]
+    candidate = await builder.candidate(0)
+    images = [p.data for p in candidate.parts if isinstance(p, ImagePart)]
+    assert len(images) == 2 and images[1] == after  # small screens are sent as they are
