@@ -4,20 +4,19 @@ task on it with the policy's replies served over HTTP by the local OpenAI protoc
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from runner_helpers import desktops_missing, start_desktop
 
 from core.llm import Ledger, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from core.protocols import Environment
 from core.trajectory import RunLayout, Task, TaskResult, Trajectory
-from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
+from environments.local import LocalDesktop, LocalEnvironment
 from environments.local.server_env import server_environment
 from environments.local.spawner import run_all
 from runner.config import load_run_config
@@ -26,25 +25,9 @@ from runner.models import build_models
 from runner.rollout import StepHook
 from runner.strategy import RolloutOutcome, SingleRollout, TaskRun
 
-_NEEDS = ("Xvfb", "openbox", "mousepad", "xterm", "dbus-daemon", "bwrap", "xdotool", "setpriv")
 API_KEY = "sk-runner-test-key"
 
 Responder = Callable[[ScriptRequest], str]
-
-
-def desktops_missing() -> str | None:
-    missing = [tool for tool in _NEEDS if shutil.which(tool) is None]
-    if missing:
-        return f"missing {', '.join(missing)} (install the desktop Debian packages)"
-    if os.geteuid() != 0:
-        return "local desktops run apps as an unprivileged uid and need root to start"
-    return None
-
-
-def start_desktop(base: Path, name: str, pool: str) -> LocalDesktop:
-    desktop = LocalDesktop(name, base, DesktopConfig(), pool=pool)
-    run_all([desktop.start])
-    return desktop
 
 
 @pytest.fixture(scope="module")

@@ -176,6 +176,10 @@ async def test_malformed_replies_are_rejected_never_run_and_end_in_format_error(
     assert len(step.call_ids) == 6
 
 
+def _host_files(canary: Path) -> tuple[str, bool]:
+    return canary.read_text(), Path("/etc/agent-s3-owned").exists()
+
+
 async def test_code_agent_cannot_touch_the_host(harness, local_env: LocalEnvironment) -> None:
     canary = Path("/var/tmp") / f"agent-s3-host-canary-{uuid.uuid4().hex}"
     canary.write_text("original")
@@ -191,8 +195,7 @@ async def test_code_agent_cannot_touch_the_host(harness, local_env: LocalEnviron
             code=tries,
         )
         ran = await harness.run(resolve_task("Overwrite the canary file on the host."), local_env, plan)
-        assert canary.read_text() == "original"
-        assert not Path("/etc/agent-s3-owned").exists()
+        assert _host_files(canary) == ("original", False)
         session = ran.trajectory.steps[0].code_agent
         assert session is not None and session["reason"] == "FAIL"
         assert [s["returncode"] != 0 for s in session["steps"][:2]] == [True, True]
