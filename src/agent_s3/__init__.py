@@ -1,5 +1,20 @@
 """The flat Agent S3 worker: action grammar, grounding, reflection and the embedded coding
-agent. A function of data and a chat model; never touches an environment directly."""
+agent. A function of data and a chat model; never touches an environment directly.
+
+One rollout, as the runner drives it::
+
+    worker = Worker(model, WorkerConfig(platform="ubuntu"), Grounder(grounding_model, cfg.grounding))
+    proposal = await worker.step(instruction, screenshot_png, (width, height))
+    # GUI action: run proposal.code in the environment, then
+    worker.record(proposal, exec_result)
+    # call_code_agent: run the bounded coding session in the environment's sandbox, then
+    result = await worker.run_code_agent(proposal, instruction, screenshot_png, sandbox)
+    worker.record(proposal, code_agent=result)
+
+`worker.propose(..., seeds=[...])` gives K candidates for a step guide; wait, done and fail
+compile to no code and are the caller's to act on; `RepeatedFormatError` means the model
+kept answering unusably.
+"""
 
 from agent_s3.actions import (
     ACTION_TYPES,

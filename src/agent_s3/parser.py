@@ -26,6 +26,7 @@ DEFAULT_MAX_REPLY = 20_000
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 _INLINE = re.compile(r"```[ \t]*(agent\.[^\n`]*)```")
 _PY_LANGS = {"", "python", "py", "python3"}
+_AGENT_CALL = re.compile(r"\bagent\s*\.")
 _BY_NAME: dict[str, type[ActionBase]] = {action_name(c): c for c in ACTION_TYPES}
 
 
@@ -132,7 +133,18 @@ def parse_reply(
             '```python\nagent.click("the Save button", 1, "left")\n```'
         )
     if len(blocks) > 1:
-        raise FormatError(f"Found {len(blocks)} code blocks; write exactly one, holding exactly one action.")
+        # Other blocks (quoted text, examples) are ignored when exactly one holds an action.
+        with_actions = [b for b in blocks if _AGENT_CALL.search(b[1])]
+        if len(with_actions) != 1:
+            found = (
+                f"{len(with_actions)} of them hold agent calls"
+                if with_actions
+                else "none holds an agent call"
+            )
+            raise FormatError(
+                f"Found {len(blocks)} code blocks and {found}; write exactly one block holding exactly one action."
+            )
+        blocks = with_actions
     lang, code, span = blocks[0]
     if lang not in _PY_LANGS:
         raise FormatError(f"The action block is marked {lang!r}; mark it ```python.")

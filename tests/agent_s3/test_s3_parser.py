@@ -79,6 +79,11 @@ def test_each_action_is_parsed(code: str, expected: object) -> None:
     assert parsed.thought == "I look at the screen and decide."
 
 
+def test_a_quoted_block_beside_the_action_is_ignored() -> None:
+    reply = "The cell shows:\n```\n=SUM(A1:A3)\n```\n" + block("agent.done()")
+    assert parse_reply(reply).action == Done()
+
+
 def test_inline_fence_and_untagged_block_are_accepted() -> None:
     assert parse_reply("```agent.done()```").action == Done()
     assert parse_reply(block("agent.done()", lang="")).action == Done()
@@ -113,7 +118,8 @@ def test_hostile_replies_are_rejected_and_never_run(code: str, tmp_path: Path) -
     [
         ("I will click the Save button now.", "No code block found"),
         (block("agent.click('a')\nagent.done()"), "2 statements"),
-        (block("agent.done()") + block("agent.fail()"), "Found 2 code blocks"),
+        (block("agent.done()") + block("agent.fail()"), "Found 2 code blocks and 2 of them hold agent calls"),
+        (block("x = 1") + block("print(2)"), "none holds an agent call"),
         (block("agent.explode()"), "agent.explode is not an available action"),
         (block("agent.click()"), "element_description is required"),
         (block("agent.click('a', 1, 'left', [], 5)"), "Too many positional arguments"),
