@@ -9,6 +9,7 @@ contrasting fill, which on desktop toolkits is most buttons, fields, tabs and ic
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import cv2
@@ -18,7 +19,7 @@ from PIL import Image
 from gprm.elements import UIElement
 from gprm.ocr import OcrEngine, Word
 
-__all__ = ["ControlOptions", "detect_controls", "drop_glyphs", "merge_elements", "read_labels"]
+__all__ = ["ControlOptions", "LabelCache", "detect_controls", "drop_glyphs", "merge_elements", "read_labels"]
 
 Box = tuple[int, int, int, int]
 
@@ -100,33 +101,50 @@ def detect_controls(img: Image.Image, text_boxes: list[Box], options: ControlOpt
     return sorted(kept, key=lambda b: (b[1], b[0]))
 
 
+#: Cached label reads: a crop's digest -> its words relative to the crop's corner.
+LabelCache = dict[bytes, list[Word]]
+
+
+def _digest(crop: Image.Image) -> bytes:
+    return hashlib.blake2b(crop.tobytes(), digest_size=16, person=f"{crop.width}x{crop.height}".encode()[:16]).digest()
+
+
 def read_labels(engine: OcrEngine, img: Image.Image, controls: list[Box], phrases: list[Word], *,
-                scale: int = 2, gap: int = 16, max_height: int = 80, max_width: int = 600) -> list[Word]:
+                scale: int = 2, gap: int = 16, max_height: int = 80, max_width: int = 600,
+                cache: LabelCache | None = None, cache_size: int = 2048) -> list[Word]:
     """Words inside controls the full-screen pass left unread, from one extra OCR call.
 
     Whole-screen OCR skips short labels on filled buttons; the unread controls are cropped
     (inside their outline), enlarged, stacked on a white sheet and read at once, and each
-    word is mapped back to the control whose band it fell in.
+    word is mapped back to the control whose band it fell in. With a `cache`, a control
+    whose pixels were read before is not read again.
     """
     unread = [b for b in controls
               if b[3] - b[1] <= max_height and b[2] - b[0] <= max_width
               and not any(_intersection(w.box, b) >= 0.5 * _area(w.box) for w in phrases)]
     # Outermost only: the letters of a label are outlined too, and are read with their button.
     unread = [b for b in unread if not any(o != b and _intersection(b, o) >= 0.9 * _area(b) for o in unread)]
-    if not unread:
-        return []
-    crops, bands, y = [], [], gap
+    out: list[Word] = []
+    crops, bands, keys, y = [], [], [], gap
     for box in unread:
         inner = (box[0] + 2, box[1] + 2, max(box[0] + 3, box[2] - 2), max(box[1] + 3, box[3] - 2))
         crop = img.crop(inner).convert("RGB")
+        key = _digest(crop)
+        if cache is not None and key in cache:
+            out += [Word(w.text, (w.box[0] + inner[0], w.box[1] + inner[1], w.box[2] + inner[0], w.box[3] + inner[1]),
+                         w.line, w.score) for w in cache[key]]
+            continue
         crop = crop.resize((crop.width * scale, crop.height * scale), Image.Resampling.BICUBIC)
         crops.append((crop, y))
         bands.append((y, y + crop.height, inner))
+        keys.append(key)
         y += crop.height + gap
+    if not crops:
+        return out
     sheet = Image.new("RGB", (max(c.width for c, _ in crops) + 2 * gap, y), (255, 255, 255))
     for crop, top in crops:
         sheet.paste(crop, (gap, top))
-    out: list[Word] = []
+    found: dict[int, list[Word]] = {i: [] for i in range(len(bands))}
     for word in engine.words(sheet):
         cy = (word.box[1] + word.box[3]) / 2
         for i, (top, bottom, inner) in enumerate(bands):
@@ -138,8 +156,15 @@ def read_labels(engine: OcrEngine, img: Image.Image, controls: list[Box], phrase
                 box = (max(inner[0], round(left)), max(inner[1], round(upper)),
                        min(inner[2], round(right)), min(inner[3], round(lower)))
                 if box[2] > box[0] and box[3] > box[1]:
-                    out.append(Word(word.text, box, 1_000_000 + i, word.score))
+                    found[i].append(Word(word.text, box, 1_000_000 + i, word.score))
                 break
+    for i, (_, _, inner) in enumerate(bands):
+        out += found[i]
+        if cache is not None:
+            if len(cache) >= cache_size:
+                cache.pop(next(iter(cache)))
+            cache[keys[i]] = [Word(w.text, (w.box[0] - inner[0], w.box[1] - inner[1], w.box[2] - inner[0],
+                                            w.box[3] - inner[1]), w.line, w.score) for w in found[i]]
     return out
 
 

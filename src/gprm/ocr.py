@@ -8,10 +8,12 @@ thread.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from statistics import median
 from typing import Any, Literal, Protocol
@@ -29,6 +31,8 @@ __all__ = [
     "make_ocr",
     "parse_tesseract_tsv",
     "phrases",
+    "quiet_rows",
+    "split_rows",
 ]
 
 OcrBackend = Literal["rapidocr", "tesseract"]
@@ -117,32 +121,74 @@ def parse_tesseract_tsv(tsv: str, *, min_conf: float = 30.0) -> list[Word]:
     return words
 
 
+def quiet_rows(gray: np.ndarray, *, jump: int = 40) -> np.ndarray:
+    """Per row, how many horizontal neighbours differ by more than `jump` (text rows have
+    many such edges; rows between lines of text have almost none)."""
+    return (np.abs(np.diff(gray.astype(np.int16), axis=1)) > jump).sum(axis=1)
+
+
+def split_rows(gray: np.ndarray, parts: int, *, window: float = 0.15, max_edges: int = 6) -> list[int]:
+    """Row indices at which to cut the image into about `parts` strips without cutting text:
+    for each ideal cut, the quietest row within `window` of the height, if quiet enough."""
+    height = gray.shape[0]
+    if parts <= 1 or height < 200:
+        return []
+    edges = quiet_rows(gray)
+    cuts = []
+    for k in range(1, parts):
+        ideal = height * k // parts
+        lo, hi = max(1, ideal - int(window * height)), min(height - 1, ideal + int(window * height))
+        band = edges[lo:hi]
+        quiet = np.flatnonzero(band <= min(max_edges, int(band.min())))
+        if quiet.size:
+            cuts.append(lo + int(quiet[np.argmin(np.abs(quiet + lo - ideal))]))
+    return sorted(set(cuts))
+
+
 class TesseractEngine:
-    """The tesseract CLI on a grayscale image; `--psm 6` reads editor text best here."""
+    """The tesseract CLI on a grayscale image; `--psm 6` reads editor text best here.
+
+    Tesseract is single-threaded per process here (OpenMP threads only contend), so the
+    image is cut at quiet rows into `workers` strips read by concurrent processes.
+    """
 
     name = "tesseract"
 
     def __init__(self, *, psm: int = 6, lang: str = "eng", min_conf: float = 30.0,
-                 binary: str = "tesseract", timeout: float = 60.0) -> None:
+                 binary: str = "tesseract", timeout: float = 60.0, workers: int | None = None) -> None:
         path = shutil.which(binary)
         if path is None:
             raise OcrUnavailableError("tesseract is not installed: apt-get install tesseract-ocr, or use ocr='rapidocr'")
         self.binary = path
         self.psm, self.lang, self.min_conf, self.timeout = psm, lang, min_conf, timeout
+        self.workers = workers if workers is not None else max(1, min(os.cpu_count() or 1, 4))
 
-    def words(self, img: Image.Image) -> list[Word]:
-        import io
-
+    def _read(self, gray: Image.Image) -> list[Word]:
         buf = io.BytesIO()
-        img.convert("L").save(buf, format="PNG", compress_level=1)
-        env = {**os.environ, "OMP_THREAD_LIMIT": os.environ.get("OMP_THREAD_LIMIT", "1")}
+        gray.save(buf, format="PNG", compress_level=1)
+        env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
         proc = subprocess.run(
-            [self.binary, "stdin", "stdout", "--psm", str(self.psm), "-l", self.lang, "tsv"],
+            [self.binary, "stdin", "stdout", "--psm", str(self.psm), "-l", self.lang,
+             "-c", "tessedit_do_invert=0", "tsv"],
             input=buf.getvalue(), capture_output=True, timeout=self.timeout, env=env, check=False,
         )
         if proc.returncode != 0:
             raise RuntimeError(f"tesseract failed: {proc.stderr.decode(errors='replace').strip()[:300]}")
         return parse_tesseract_tsv(proc.stdout.decode("utf-8", "replace"), min_conf=self.min_conf)
+
+    def words(self, img: Image.Image) -> list[Word]:
+        gray = img.convert("L")
+        cuts = split_rows(np.asarray(gray), self.workers)
+        bounds = list(zip([0, *cuts], [*cuts, gray.height], strict=True))
+        if len(bounds) == 1:
+            return self._read(gray)
+        with ThreadPoolExecutor(max_workers=len(bounds)) as pool:
+            strips = list(pool.map(lambda b: self._read(gray.crop((0, b[0], gray.width, b[1]))), bounds))
+        out: list[Word] = []
+        for i, ((top, _), words) in enumerate(zip(bounds, strips, strict=True)):
+            out += [Word(w.text, (w.box[0], w.box[1] + top, w.box[2], w.box[3] + top), w.line + 100_000 * i, w.score)
+                    for w in words]
+        return out
 
 
 def make_ocr(backend: OcrBackend | None = None) -> OcrEngine:

@@ -20,13 +20,22 @@ import time
 from typing import Any, Literal, Protocol
 
 import aiohttp
+import cv2
 import numpy as np
 from PIL import Image
 
 from core.images import decode_png, encode_png
-from gprm.controls import ControlOptions, detect_controls, drop_glyphs, merge_elements, read_labels
+from gprm.controls import (
+    ControlOptions,
+    LabelCache,
+    detect_controls,
+    drop_glyphs,
+    merge_elements,
+    read_labels,
+)
 from gprm.elements import ParsedScreen, UIElement, draw_marks
 from gprm.ocr import OcrBackend, OcrEngine, Word, make_ocr, phrases
+from gprm.rereading import WordMemo
 
 __all__ = ["LocalUIParser", "OmniParserClient", "ParserError", "UIParser", "make_parser"]
 
@@ -42,14 +51,16 @@ class UIParser(Protocol):
 
 
 def content_bounds(img: Image.Image, *, tolerance: int = 8) -> tuple[int, int, int, int]:
-    """The smallest box holding every pixel unlike the top-left corner's colour (a plain
-    desktop background costs OCR time and holds nothing)."""
-    arr = np.asarray(img.convert("RGB")).astype(np.int16)
-    diff = np.abs(arr - arr[0, 0]).max(axis=2) > tolerance
-    rows, cols = np.flatnonzero(diff.any(axis=1)), np.flatnonzero(diff.any(axis=0))
-    if rows.size == 0:
+    """The smallest box holding every pixel whose grey level differs from the top-left
+    corner's (a plain desktop background costs OCR time and holds nothing)."""
+    gray = cv2.cvtColor(np.asarray(img.convert("RGB")), cv2.COLOR_RGB2GRAY)
+    diff = cv2.absdiff(gray, np.full_like(gray, gray[0, 0]))
+    _, mask = cv2.threshold(diff, tolerance, 255, cv2.THRESH_BINARY)
+    points = cv2.findNonZero(mask)
+    if points is None:
         return (0, 0, 0, 0)
-    return (int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1)
+    x, y, w, h = cv2.boundingRect(points)
+    return (x, y, x + w, y + h)
 
 
 class LocalUIParser:
@@ -57,7 +68,7 @@ class LocalUIParser:
 
     def __init__(self, ocr: OcrBackend | OcrEngine | None = None, *, controls: bool = True,
                  control_options: ControlOptions | None = None, trim_background: bool = True,
-                 read_control_labels: bool = True) -> None:
+                 read_control_labels: bool = True, incremental: bool = True) -> None:
         self._ocr_choice = ocr
         self._ocr: OcrEngine | None = ocr if ocr is not None and not isinstance(ocr, str) else None
         self.controls = controls
@@ -65,6 +76,9 @@ class LocalUIParser:
         self.trim_background = trim_background
         #: Read unlabelled controls again, enlarged (one more OCR call on a small sheet).
         self.read_control_labels = read_control_labels
+        #: Keep the last screen's words and re-read only the rows that changed since.
+        self.memo = WordMemo() if incremental else None
+        self._labels: LabelCache | None = {} if incremental else None
 
     @property
     def ocr(self) -> OcrEngine:
@@ -82,24 +96,32 @@ class LocalUIParser:
     def parse_sync(self, screenshot: bytes | Image.Image) -> ParsedScreen:
         started = time.perf_counter()
         img = decode_png(screenshot) if isinstance(screenshot, bytes) else screenshot.convert("RGB")
-        left, top, right, bottom = (content_bounds(img) if self.trim_background
-                                    else (0, 0, img.width, img.height))
-        words: list[Word] = []
-        if right > left and bottom > top:
-            crop = img.crop((left, top, right, bottom))
-            words = [Word(w.text, (w.box[0] + left, w.box[1] + top, w.box[2] + left, w.box[3] + top),
-                          w.line, w.score) for w in self.ocr.words(crop)]
+        if self.memo is None:
+            words = self._read_all(img)
+        else:
+            gray = cv2.cvtColor(np.asarray(img), cv2.COLOR_RGB2GRAY)
+            words = self.memo.read(img, gray, self._read_all, self.ocr.words)
         grouped = phrases(words)
         boxes = (detect_controls(img, [w.box for w in grouped], self.control_options)
                  if self.controls else [])
         if boxes and self.read_control_labels:
-            labels = phrases(read_labels(self.ocr, img, boxes, grouped))
+            labels = phrases(read_labels(self.ocr, img, boxes, grouped, cache=self._labels))
             boxes = drop_glyphs(boxes, labels)
             grouped += labels
         elements = merge_elements(grouped, boxes, self.control_options, source=self.ocr.name)
         overlay = encode_png(draw_marks(img, elements))
         return ParsedScreen(width=img.width, height=img.height, elements=elements, overlay_png=overlay,
                             seconds=time.perf_counter() - started, backend=self.name)
+
+
+    def _read_all(self, img: Image.Image) -> list[Word]:
+        left, top, right, bottom = (content_bounds(img) if self.trim_background
+                                    else (0, 0, img.width, img.height))
+        if right <= left or bottom <= top:
+            return []
+        crop = img.crop((left, top, right, bottom))
+        return [Word(w.text, (w.box[0] + left, w.box[1] + top, w.box[2] + left, w.box[3] + top), w.line, w.score)
+                for w in self.ocr.words(crop)]
 
 
 def _element(i: int, raw: Any, width: int, height: int) -> UIElement:
