@@ -39,9 +39,9 @@ class ModelConfig(_Section):
     """Endpoint of an OpenAI- or Anthropic-compatible server; None uses the provider's."""
     api_key: SecretStr | None = None
     """Key for this model; None reads the provider's variable (e.g. OPENAI_API_KEY)."""
-    timeout: float = Field(120.0, gt=0)
+    timeout: float = Field(default=120.0, gt=0)
     """Seconds one attempt of a call may take."""
-    max_connections: int | None = Field(None, ge=1)
+    max_connections: int | None = Field(default=None, ge=1)
     """Concurrent calls to this endpoint; None keeps the provider's default."""
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
     """Decoding defaults of every call of this model (each module may override them)."""
@@ -57,13 +57,13 @@ class EnvironmentConfig(_Section):
     """Base URL of the OSWorld-protocol server (``kind: osworld``)."""
     token: SecretStr | None = None
     """Bearer token of that server, if it wants one."""
-    width: int = Field(1920, ge=320)
+    width: int = Field(default=1920, ge=320)
     """Screen width of a local desktop."""
-    height: int = Field(1080, ge=240)
+    height: int = Field(default=1080, ge=240)
     """Screen height of a local desktop."""
     base_dir: Path | None = None
     """Where local desktops keep their state; None is $AGENT_S3_ENV_DIR or /tmp/agent-s3/envs."""
-    action_timeout: float = Field(30.0, gt=0)
+    action_timeout: float = Field(default=30.0, gt=0)
     """Seconds one GUI action may run."""
     sandbox: bool = True
     """Offer the coding agent a sandbox in the environment (off hides call_code_agent)."""
@@ -72,20 +72,20 @@ class EnvironmentConfig(_Section):
 class RolloutConfig(_Section):
     """Budgets and pacing of one rollout."""
 
-    max_steps: int = Field(50, ge=1)
+    max_steps: int = Field(default=50, ge=1)
     """Steps before the rollout ends as ``step_limit`` (a task's own budget wins)."""
-    settle_seconds: float = Field(3.0, ge=0)
+    settle_seconds: float = Field(default=3.0, ge=0)
     """Pause after each action before the next screenshot, so the screen has settled."""
-    cost_limit: float | None = Field(None, gt=0)
+    cost_limit: float | None = Field(default=None, gt=0)
     """Dollars the rollout's model calls may cost before it ends as ``cost_limit``."""
-    max_wait_seconds: float = Field(60.0, gt=0)
+    max_wait_seconds: float = Field(default=60.0, gt=0)
     """Cap on one ``wait`` action."""
 
 
 class RunConfig(_Section):
     """Everything a run needs; written to ``config.json`` (secrets redacted)."""
 
-    policy: ModelConfig = Field(default_factory=ModelConfig)
+    policy: ModelConfig = ModelConfig()
     """The worker's model (also reflection, coding agent and grounding unless set below)."""
     grounding: ModelConfig | None = None
     """A separate grounding model (e.g. UI-TARS behind an OpenAI-compatible server)."""
@@ -96,8 +96,8 @@ class RunConfig(_Section):
     worker: WorkerConfig = Field(default_factory=WorkerConfig)
     """The flat worker: reflection, history, grounding units, coding budget, facts. Its
     platform is taken from the environment."""
-    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
-    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    environment: EnvironmentConfig = EnvironmentConfig()
+    rollout: RolloutConfig = RolloutConfig()
     strategy: Literal["single"] = "single"
     """How a task is run: ``single`` is one rollout."""
     out_dir: Path = Path("runs")

@@ -17,6 +17,7 @@ from typing import Protocol
 from core.protocols import EnvError, Environment, Platform
 from core.trajectory import Task
 from environments.local import SNAPSHOTS, DesktopConfig, LocalEnvironment, LocalProvider
+from environments.local.spawner import run_blocking
 from environments.osworld import OSWorldClient, OSWorldDesktop
 from environments.tasks import TaskClient, TaskContext, evaluate, run_setup
 from environments.tasks.convert import from_core_task
@@ -51,6 +52,20 @@ class FixedPool:
         self._idle.put_nowait(env)
 
 
+class _LocalPool:
+    """The local provider seen as a pool of plain environments."""
+
+    def __init__(self, provider: LocalProvider) -> None:
+        self.provider = provider
+
+    async def acquire(self) -> Environment:
+        return await self.provider.acquire()
+
+    def release(self, env: Environment) -> None:
+        if isinstance(env, LocalEnvironment):
+            self.provider.release(env)
+
+
 @asynccontextmanager
 async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, ...] = ()) -> AsyncIterator[EnvironmentPool]:
     """Start (or connect to) the environments of a run and close them afterwards.
@@ -60,7 +75,7 @@ async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, .
     if cfg.kind == "local":
         desktop = DesktopConfig(width=cfg.width, height=cfg.height, sandbox=cfg.sandbox, sandbox_hide=hide)
         async with LocalProvider(size, base_dir=cfg.base_dir, config=desktop) as provider:
-            yield provider
+            yield _LocalPool(provider)
         return
     if not cfg.url:
         raise EnvError("environment.kind osworld needs a server URL: pass --url http://HOST:PORT")
@@ -102,7 +117,7 @@ async def task_client(env: Environment) -> AsyncIterator[TaskClient]:
 async def prepare_task(env: Environment, task: Task, cache_dir: Path) -> None:
     """Revert `env` to the task's start state and run the task's setup steps."""
     if isinstance(env, LocalEnvironment):
-        await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank")
+        await _revert_local(env, task.snapshot if task.snapshot in SNAPSHOTS else "blank")
     elif not isinstance(env, OSWorldDesktop):
         await env.revert()
     # An OSWorld server given by URL is reverted by whoever owns the VM.
@@ -110,6 +125,16 @@ async def prepare_task(env: Environment, task: Task, cache_dir: Path) -> None:
         return
     async with task_client(env) as client:
         await run_setup(client, TaskContext(task=from_core_task(task), cache_dir=cache_dir))
+
+
+async def _revert_local(env: LocalEnvironment, snapshot: str) -> None:
+    """Revert a local desktop to a named snapshot (on a spawner thread, as apps it starts
+    must outlive the call)."""
+    revert_to = getattr(env, "revert_to", None)
+    if revert_to is not None:
+        await revert_to(snapshot)
+    else:
+        await run_blocking(lambda: env.desktop.revert(snapshot))
 
 
 async def score_task(env: Environment, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:

@@ -16,7 +16,7 @@ from environments.local import LocalEnvironment
 
 from .config import ModelConfig, RunConfig
 
-__all__ = ["ModelSet", "build_models", "make_worker", "spent_by"]
+__all__ = ["ModelSet", "build_models", "make_worker", "spent_by", "worker_config"]
 
 
 def _model(cfg: ModelConfig, ledger: Ledger) -> ChatModel:

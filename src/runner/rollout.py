@@ -175,7 +175,9 @@ class Rollout:
             shots["after"] = after
             return after
         except (EnvironmentLost, ModelCallError) as e:
-            fields.setdefault("error", _short(f"{type(e).__name__}: {e}"))
+            earlier = fields.get("error")
+            lost = _short(f"{type(e).__name__}: {e}")
+            fields["error"] = _short(f"{lost} (after: {earlier})") if earlier else lost
             raise
         finally:
             fields["timings"] = timings
@@ -200,10 +202,10 @@ class Rollout:
                 fields["error"] = "this environment offers no sandbox for the code agent"
                 self.worker.record(p, "not run: this environment has no code sandbox")
                 return
-            result = await self.worker.run_code_agent(p, self.instruction, before, sandbox)
-            fields["code_agent"] = result.model_dump(mode="json")
-            fields["call_ids"] = [*fields["call_ids"], *result.call_ids]
-            self.worker.record(p, code_agent=result)
+            session = await self.worker.run_code_agent(p, self.instruction, before, sandbox)
+            fields["code_agent"] = session.model_dump(mode="json")
+            fields["call_ids"] = [*fields["call_ids"], *session.call_ids]
+            self.worker.record(p, code_agent=session)
         elif isinstance(action, Wait):
             seconds = min(action.seconds, self.config.max_wait_seconds)
             await asyncio.sleep(seconds)

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from core.llm import Ledger
 from core.protocols import EnvError, Environment, EnvironmentLost
-from core.trajectory import RolloutInfo, RunLayout, Task, TaskDir, TaskResult
+from core.trajectory import RolloutInfo, RolloutStatus, RunLayout, Task, TaskDir, TaskResult
 
 from .config import RunConfig
 from .environments import EnvironmentPool, prepare_task, score_task
@@ -86,7 +86,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
     try:
         await prepare_task(env, task, cache)
     except EnvError as e:
-        status = "environment_lost" if isinstance(e, EnvironmentLost) else "errored"
+        status: RolloutStatus = "environment_lost" if isinstance(e, EnvironmentLost) else "errored"
         await asyncio.to_thread(rd.start, info)
         await asyncio.to_thread(rd.finish, status, f"task setup failed: {e}")
         result = RolloutResult(status, f"task setup failed: {e}", 0, None, 0.0, 0.0)
