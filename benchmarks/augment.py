@@ -105,7 +105,7 @@ def pointer_plan(steps: int, size: tuple[int, int], seed: int = 7) -> list[list[
 
 def ours(shots: list[bytes], plan: list[list[PointerEvent]], cfg: AugmentConfig) -> float:
     """Seconds for one rollout's augmentation with a fresh memo (every screen decoded once)."""
-    memo = FrameMemo(cfg.longest_side)
+    memo = FrameMemo(cfg.longest_side, level=cfg.png_level)
     started = time.perf_counter()
     for i, pointer in enumerate(plan):
         augment(memo.get(shots[i]), memo.get(shots[i + 1]), pointer, cfg)

@@ -10,7 +10,8 @@ Speed: each screenshot is decoded once into a `Frame` (full pixels plus the down
 copy the model is shown); a rollout's after-screenshot is the next step's before, so
 `FrameMemo` hands the same `Frame` back. Markers and outlines are drawn on the small copy,
 the crop is cut from the full one, and PNGs are written at zlib level 1 with one
-vectorised row filter (`png`).
+vectorised row filter; each screen is compressed once and its marked or outlined
+variants re-compress only the rows that changed (`png.PngBands`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from core.images import Box, decode_png, draw_marker, draw_outline, zoom_box
 from core.trajectory import PointerEvent
 
 from .config import AugmentConfig
-from .png import encode_png_fast
+from .png import PngBands, encode_png_fast
 
 __all__ = [
     "AugmentedTransition",
@@ -59,18 +60,31 @@ def marker_label(kind: str) -> str:
     return _LABELS[kind]
 
 
-@dataclass(frozen=True, slots=True)
 class Frame:
-    """A screenshot decoded once: its full pixels and the copy models are shown."""
+    """A screenshot decoded once: its full pixels, the copy models are shown, and that
+    copy's PNG, compressed once (lazily) and patched for marked or outlined variants."""
 
-    full: Image.Image
-    small: Image.Image
-    digest: str
+    __slots__ = ("_bands", "_lock", "digest", "full", "level", "small")
+
+    def __init__(self, full: Image.Image, small: Image.Image, digest: str, level: int = 1) -> None:
+        self.full = full
+        self.small = small
+        self.digest = digest
+        self.level = level
+        self._bands: PngBands | None = None
+        self._lock = threading.Lock()
 
     @property
     def scale(self) -> float:
         """Size of `small` relative to `full` (1.0 when not downscaled)."""
         return self.small.width / self.full.width
+
+    @property
+    def bands(self) -> PngBands:
+        with self._lock:
+            if self._bands is None:
+                self._bands = PngBands(self.small, level=self.level)
+            return self._bands
 
 
 def _shrink(img: Image.Image, longest_side: int | None) -> Image.Image:
@@ -84,12 +98,12 @@ def _shrink(img: Image.Image, longest_side: int | None) -> Image.Image:
     return Image.fromarray(small, mode=img.mode)
 
 
-def load_frame(png: bytes, longest_side: int | None, *, known_digest: str | None = None) -> Frame:
+def load_frame(png: bytes, longest_side: int | None, *, known_digest: str | None = None, level: int = 1) -> Frame:
     """Decode `png` (to RGB) and make its downscaled copy."""
     img = decode_png(png)
     if img.mode != "RGB":
         img = img.convert("RGB")
-    return Frame(full=img, small=_shrink(img, longest_side), digest=known_digest or digest(png))
+    return Frame(full=img, small=_shrink(img, longest_side), digest=known_digest or digest(png), level=level)
 
 
 class FrameMemo:
@@ -97,8 +111,9 @@ class FrameMemo:
     transitions (after of step i, before of step i+1) is decoded once. One memo per
     rollout; safe to call from worker threads."""
 
-    def __init__(self, longest_side: int | None, capacity: int = 2) -> None:
+    def __init__(self, longest_side: int | None, capacity: int = 2, *, level: int = 1) -> None:
         self.longest_side = longest_side
+        self.level = level
         self.capacity = max(1, capacity)
         self._frames: OrderedDict[str, Frame] = OrderedDict()
         self._lock = threading.Lock()
@@ -109,7 +124,7 @@ class FrameMemo:
         with self._lock:
             frame = self._frames.get(key)
             if frame is None:
-                frame = load_frame(png, self.longest_side, known_digest=key)
+                frame = load_frame(png, self.longest_side, known_digest=key, level=self.level)
                 self.decodes += 1
                 self._frames[key] = frame
                 while len(self._frames) > self.capacity:
@@ -187,8 +202,8 @@ def augment(before: Frame, after: Frame, pointer: Sequence[PointerEvent], cfg: A
         width = max(1, round(cfg.outline_width))
         shown_after = draw_outline(after.small, outline, colour=cfg.outline_colour, width=width)
     return AugmentedTransition(
-        before=encode_png_fast(marked, level=cfg.png_level),
-        after=encode_png_fast(shown_after, level=cfg.png_level),
+        before=before.bands.png_of(marked) if pointer else before.bands.png(),
+        after=after.bands.png_of(shown_after) if pointer else after.bands.png(),
         zoom=zoom_png,
         zoom_box=box,
         size=after.full.size,
@@ -200,5 +215,5 @@ def augment_transition(before_png: bytes, after_png: bytes, pointer: Sequence[Po
     """`augment` straight from PNG bytes, e.g. for a report showing what the narrator saw
     (blocking: call it in a thread)."""
     cfg = cfg or AugmentConfig()
-    memo = FrameMemo(cfg.longest_side)
+    memo = FrameMemo(cfg.longest_side, level=cfg.png_level)
     return augment(memo.get(before_png), memo.get(after_png), pointer, cfg)

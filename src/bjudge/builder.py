@@ -54,7 +54,7 @@ class NarrativeBuilder:
     def _state(self, rollout: int) -> _Rollout:
         state = self._rollouts.get(rollout)
         if state is None:
-            state = self._rollouts[rollout] = _Rollout(memo=FrameMemo(self.cfg.augment.longest_side))
+            state = self._rollouts[rollout] = _Rollout(memo=FrameMemo(self.cfg.augment.longest_side, level=self.cfg.augment.png_level))
         return state
 
     async def add_transition(self, rollout: int, step: Step, before_png: bytes,

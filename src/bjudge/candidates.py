@@ -10,7 +10,6 @@ from core.trajectory import Narrative
 
 from .augment import Frame, load_frame
 from .config import AugmentConfig
-from .png import encode_png_fast
 
 __all__ = ["Candidate", "narrative_candidate", "narrative_text", "shown_png"]
 
@@ -31,8 +30,8 @@ class Candidate:
 def shown_png(png: bytes, longest_side: int | None, level: int = 1, *, frame: Frame | None = None) -> bytes:
     """`png` downscaled for a model (re-encoded only when it shrinks); pass its decoded
     `frame` when one is at hand to skip decoding."""
-    frame = frame or load_frame(png, longest_side)
-    return png if frame.small is frame.full else encode_png_fast(frame.small, level=level)
+    frame = frame or load_frame(png, longest_side, level=level)
+    return png if frame.small is frame.full else frame.bands.png()
 
 
 def narrative_text(narrative: Narrative, *, ending: str | None = None) -> str:

@@ -80,7 +80,7 @@ class FactGenerator:
         if hit is not None:
             found = TransitionFacts.model_validate({**hit, "step": step.index})
             return found.model_copy(update={"cached": True, "call_ids": [], "dollars": 0.0})
-        memo = memo or FrameMemo(self.cfg.augment.longest_side)
+        memo = memo or FrameMemo(self.cfg.augment.longest_side, level=self.cfg.augment.png_level)
         shown = await asyncio.to_thread(self._augment, memo, step, before_png, before_digest, after_png, after_digest)
         result = await self._ask(step, shown)
         result = result.model_copy(update={"key": key, "before_digest": before_digest, "after_digest": after_digest})

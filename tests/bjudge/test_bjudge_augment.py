@@ -132,3 +132,25 @@ def test_augment_transition_works_from_png_bytes_with_defaults() -> None:
     assert decode_png(out.before).size == (1280, 720)
     assert decode_png(out.before).getpixel((640, 360)) == MARKER_COLOURS["click"]
     assert out.zoom is not None and decode_png(out.zoom).size == (600, 600)
+
+
+@pytest.mark.parametrize("rows", [[0], [31], [32], [31, 32], [H - 1], [5, 200, H - 1], []])
+def test_banded_png_variants_decode_exactly(rows: list[int]) -> None:
+    from bjudge.png import PngBands
+
+    base = decode_png(_gradient())
+    bands = PngBands(base)
+    assert decode_png(bands.png()).tobytes() == base.tobytes()
+    variant = base.copy()
+    for y in rows:
+        variant.putpixel((7, y), (1, 2, 3))
+    data = bands.png_of(variant)
+    assert decode_png(data).tobytes() == variant.tobytes()
+    assert (data == bands.png()) == (not rows)
+
+
+def test_banded_png_of_a_different_size_still_encodes() -> None:
+    from bjudge.png import PngBands
+
+    other = Image.new("RGB", (10, 10), (9, 9, 9))
+    assert decode_png(PngBands(decode_png(_grey())).png_of(other)).tobytes() == other.tobytes()
