@@ -72,8 +72,19 @@ def _mousepad_open(path: str) -> str:
         f"p = os.path.expanduser({path!r})\n"
         "open(p, 'a').close()\n"
         "subprocess.Popen(['mousepad', '--disable-server', p], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-        f"subprocess.run(['xdotool', 'search', '--sync', '--onlyvisible', '--name', {name!r}], timeout=20,\n"
-        "               stdout=subprocess.DEVNULL, check=True)\n"
+        f"found = subprocess.run(['xdotool', 'search', '--sync', '--onlyvisible', '--name', {name!r}],\n"
+        "                       timeout=20, capture_output=True, text=True, check=True)\n"
+        "wid = found.stdout.split()[0]\n"
+        "subprocess.run(['xdotool', 'windowactivate', '--sync', wid], timeout=10, check=False)\n"
+        "geo = subprocess.run(['xdotool', 'getwindowgeometry', '--shell', wid], capture_output=True, text=True).stdout\n"
+        "g = dict(line.split('=', 1) for line in geo.split())\n"
+        "import pyautogui, time\n"
+        "pyautogui.click(int(g['X']) + int(g['WIDTH']) // 2, int(g['Y']) + int(g['HEIGHT']) // 2)\n"
+        "for _ in range(100):\n"
+        "    active = subprocess.run(['xdotool', 'getwindowfocus'], capture_output=True, text=True).stdout.strip()\n"
+        "    if active == wid:\n"
+        "        break\n"
+        "    time.sleep(0.05)\n"
     )
 
 

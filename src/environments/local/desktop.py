@@ -139,10 +139,17 @@ class LocalDesktop:
             self._display, self._xauthority = xs.display, str(xs.xauthority)
             self._start_dbus()
             self._procs.infra["wm"] = self._spawn_app(["openbox"], "openbox")
-            wait_for_wm(self.app_env())
+            wait_for_wm(self.app_env(), timeout=cfg.start_timeout)
             if cfg.server:
                 self._start_server()
             self._launch_snapshot_apps()
+        except EnvError as exc:
+            logs = {p.stem: _tail(p, 2) for p in sorted(self.dir.glob("*.log"))}
+            self.close()
+            detail = "; ".join(f"{k}: {v}" for k, v in logs.items() if v)
+            raise EnvError(
+                f"desktop {self.name} did not start: {exc}" + (f" ({detail})" if detail else "")
+            ) from exc
         except BaseException:
             self.close()
             raise
@@ -291,7 +298,11 @@ class LocalDesktop:
         self._procs.infra["dbus"] = self._spawn_app(
             ["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--address=unix:path={bus}"], "dbus"
         )
-        _wait_for(lambda: bus.exists(), 10.0, "the D-Bus session did not start; install dbus-daemon")
+        _wait_for(
+            lambda: bus.exists(),
+            self.config.start_timeout,
+            "the D-Bus session did not start; install dbus-daemon",
+        )
 
     def _start_server(self) -> None:
         assert self._procs is not None

@@ -14,6 +14,8 @@ from typing import TypeVar
 from core.protocols import EnvError, Environment, EnvironmentLost, ExecResult, Sandbox, SandboxLanguage
 
 from .desktop import DesktopInfo, LocalDesktop
+from .snapshot import SnapshotSpec
+from .spawner import run_blocking
 
 __all__ = ["LocalEnvironment"]
 
@@ -80,6 +82,11 @@ class LocalEnvironment(Environment):
     async def revert(self) -> None:
         self._check()
         await self._inner.revert()
+
+    async def revert_to(self, snapshot: str | SnapshotSpec) -> None:
+        """Revert to another snapshot (e.g. the one a task names); later reverts return to it."""
+        self._check()
+        await run_blocking(lambda: self.desktop.revert(snapshot))
 
     async def close(self) -> None:
         if self._closed:

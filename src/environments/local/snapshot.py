@@ -8,11 +8,13 @@ stale one.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ __all__ = [
 ]
 
 _FORMAT = 3
+_BUILD_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +106,22 @@ def snapshot_spec(name_or_spec: str | SnapshotSpec) -> SnapshotSpec:
 def ensure_template(spec: SnapshotSpec, root: Path, *, uid: int, gid: int) -> Path:
     """The template home for ``spec`` under ``root``, built now if it is not cached yet.
 
-    Built in a scratch folder and renamed into place, so concurrent builders never see a
-    half-built template (the loser of a rename race just drops its copy).
+    Built under a lock in a scratch folder and renamed into place, so nobody ever sees a
+    half-built template.
     """
     final = root / f"{spec.name}-{spec.digest()}-u{uid}"
     if (final / "home").is_dir():
         return final / "home"
     root.mkdir(parents=True, exist_ok=True)
+    # One builder at a time (threads and processes): parallel desktops wait for the first.
+    with _BUILD_LOCK, open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (final / "home").is_dir():
+            _build(spec, root, final, uid=uid, gid=gid)
+    return final / "home"
+
+
+def _build(spec: SnapshotSpec, root: Path, final: Path, *, uid: int, gid: int) -> None:
     scratch = root / f".build-{uuid.uuid4().hex}"
     home = scratch / "home"
     try:
@@ -129,14 +141,9 @@ def ensure_template(spec: SnapshotSpec, root: Path, *, uid: int, gid: int) -> Pa
         )
         _chown_tree(home, uid, gid)
         home.chmod(0o700)
-        try:
-            scratch.rename(final)
-        except OSError:
-            if not (final / "home").is_dir():
-                raise
+        scratch.rename(final)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return final / "home"
 
 
 def _inside(home: Path, rel: str) -> Path:

@@ -28,7 +28,8 @@ _OWNER = textwrap.dedent(
         async with LocalProvider(2, base_dir=Path(sys.argv[1]), config=config, prefix="orphan") as pool:
             envs = [await pool.acquire() for _ in range(2)]
             # an app started through the server escapes the desktop's process group
-            await envs[0].act("import subprocess; subprocess.Popen(['sleep', '300'], start_new_session=True)")
+            done = await envs[0].act("import subprocess; subprocess.Popen(['sleep', '300'], start_new_session=True)")
+            assert done.ok, done
             print(json.dumps({"pool": pool.pool_id, "homes": [e.info.home for e in envs]}), flush=True)
             await asyncio.sleep(300)
 
@@ -61,16 +62,23 @@ def test_owner_death_leaves_no_process_behind(sig: signal.Signals, env_base_dir:
         assert line, owner.stderr.read() if owner.stderr else "owner printed nothing"
         started = json.loads(line)
         pool = started["pool"]
-        running = marked_processes(pool=pool)
-        names = {p.comm for p in running}
-        assert {"Xvfb", "openbox", "mousepad", "sleep"} <= names, names
+        wanted = {"Xvfb", "openbox", "mousepad", "sleep"}
+        names: set[str] = set()
+        deadline = time.monotonic() + 10
+        while not wanted <= names and time.monotonic() < deadline:
+            names = {p.comm for p in marked_processes(pool=pool)}
+            time.sleep(0.05)
+        assert wanted <= names, names
         owner.send_signal(sig)
         owner.wait(timeout=30)
         left = _wait_gone(pool, 10.0)
         assert not left, [(p.pid, p.comm) for p in left]
-        for home in started["homes"]:
-            assert not Path(home).exists()
-        assert not list((base / "desktops").glob("orphan-*"))
+        # The watchdog deletes folders after the processes are gone.
+        leftovers = [Path(h) for h in started["homes"]] + list((base / "desktops").glob("orphan-*"))
+        deadline = time.monotonic() + 10
+        while any(p.exists() for p in leftovers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [p for p in leftovers if p.exists()]
     finally:
         if owner.poll() is None:
             owner.kill()

@@ -51,3 +51,25 @@ def test_revert_restores_files_and_apps_within_two_seconds(shared_desktops: list
     # Display and server survived every revert.
     assert desktop.info().pid == xvfb_pid and desktop.info().port == port
     assert desktop.problem() is None
+
+
+async def test_revert_to_another_snapshot_switches_apps(shared_desktops: list[LocalDesktop]) -> None:
+    from environments.local import LocalEnvironment
+    from environments.local.server_env import server_environment
+
+    desktop = shared_desktops[1]
+
+    async def keep(_: LocalEnvironment) -> None:
+        return None
+
+    env = LocalEnvironment(desktop, server_environment(desktop), on_close=keep)
+    try:
+        await env.revert_to("terminal")
+        shown = _windows(desktop)
+        assert "Terminal" in shown and "notes.txt" not in shown
+        await env.revert()  # stays on the new snapshot
+        assert "Terminal" in _windows(desktop)
+    finally:
+        await env.revert_to("mousepad")
+        await env.close()
+    assert "notes.txt" in _windows(desktop)
