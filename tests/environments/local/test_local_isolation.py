@@ -10,6 +10,7 @@ import pytest
 
 from core.protocols import EnvironmentLost
 from environments.local import DesktopConfig, LocalEnvironment, LocalProvider
+from environments.local.procs import cmdline
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 
@@ -54,3 +55,14 @@ async def test_a_dead_desktop_is_lost_replaced_and_the_other_keeps_working(env_b
         assert (await fresh.screenshot()).startswith(b"\x89PNG")
         assert victim.name not in {e.name for e in pool.environments}
         assert not victim.desktop.processes()
+        # A dead controller server is a lost desktop too.
+        server = next(
+            p for p in fresh.desktop.processes() if "environments.server" in " ".join(cmdline(p.pid))
+        )
+        os.kill(server.pid, signal.SIGKILL)
+        for _ in range(250):
+            if fresh.desktop.problem() is not None:
+                break
+            await asyncio.sleep(0.02)
+        with pytest.raises(EnvironmentLost):
+            await fresh.act("print(1)")
