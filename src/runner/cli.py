@@ -26,7 +26,7 @@ from .config import RunConfig, load_run_config
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
 from .env_cli import app as env_app
 from .environments import open_pool
-from .models import ModelSet, build_models
+from .models import ModelSet, build_models, worker_config
 from .progress import StepPrinter
 from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, TaskRun
 from .tasks import resolve_task
@@ -118,7 +118,11 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
     hide = (str(cfg.out_dir.resolve()),)
     try:
         async with open_pool(cfg.environment, hide=hide) as pool:
-            await asyncio.to_thread(layout.write_config, dump_config(cfg))
+            # Record the worker as this environment runs it (platform, facts, how apps open).
+            env = await pool.acquire()
+            shown = cfg.model_copy(update={"worker": worker_config(cfg, env)})
+            pool.release(env)
+            await asyncio.to_thread(layout.write_config, dump_config(shown))
             strategy = STRATEGIES[cfg.strategy]()
             assert isinstance(strategy, SingleRollout)
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,

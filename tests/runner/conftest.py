@@ -13,7 +13,7 @@ import pytest
 from runner_helpers import desktops_missing, start_desktop
 
 from core.llm import Ledger, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
+from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
 from core.protocols import Environment
 from core.trajectory import RunLayout, Task, TaskResult, Trajectory
 from environments.local import LocalDesktop, LocalEnvironment
@@ -60,7 +60,7 @@ class Ran:
     result: TaskResult
     layout: RunLayout
     ledger: Ledger
-    server: OpenAIServer
+    server: FakeServer
     task: Task
 
     @property
@@ -68,12 +68,16 @@ class Ran:
         return self.layout.rollout(self.task.id, 0).read()
 
     def system_prompts(self) -> list[str]:
-        return [
-            m["content"] if isinstance(m["content"], str) else ""
-            for r in self.server.requests
-            for m in r.body["messages"]
-            if m["role"] in ("system", "developer")
-        ]
+        found = []
+        for r in self.server.requests:
+            system = r.body.get("system")
+            if isinstance(system, str):
+                found.append(system)
+            elif isinstance(system, list):
+                found.append("".join(part.get("text", "") for part in system))
+            found += [m["content"] for m in r.body["messages"]
+                      if m["role"] in ("system", "developer") and isinstance(m["content"], str)]
+        return found
 
 
 @dataclass
@@ -89,11 +93,13 @@ class Harness:
         config: dict[str, Any] | None = None,
         hooks: Sequence[StepHook] = (),
         run_id: str = "run-1",
+        protocol: str = "openai",
     ) -> Ran:
         script = Script("runner-test", [responder] * 300)
-        async with OpenAIServer(script, api_key=API_KEY) as server:
+        server_class = AnthropicServer if protocol == "anthropic" else OpenAIServer
+        async with server_class(script, api_key=API_KEY) as server:
             base = {
-                "policy": {"model": "openai/test-model", "base_url": server.base_url, "api_key": API_KEY},
+                "policy": {"model": f"{protocol}/test-model", "base_url": server.base_url, "api_key": API_KEY},
                 "rollout": {"settle_seconds": 0.2},
             }
             cfg = load_run_config([base, config or {}])

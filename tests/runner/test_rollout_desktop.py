@@ -94,15 +94,36 @@ async def test_fail_ends_failed_and_the_evaluator_scores_zero(harness, local_env
     assert len(steps) == 1 and steps[0].action == {"kind": "fail"} and steps[0].after_screenshot is None
 
 
-async def test_step_budget_stops_the_rollout(harness, local_env: LocalEnvironment) -> None:
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+async def test_step_budget_stops_the_rollout(harness, local_env: LocalEnvironment, protocol: str) -> None:
     task = resolve_task("Wait for the screen to change, then stop.")
     wait = action_reply("Nothing to do yet.", "agent.wait(0.1)")
-    ran = await harness.run(task, local_env, PlannedReplies(plan=[wait] * 5), config={"rollout": {"max_steps": 2}})
+    ran = await harness.run(task, local_env, PlannedReplies(plan=[wait] * 5), config={"rollout": {"max_steps": 2}},
+                            protocol=protocol)
 
     assert ran.outcome.result.status == "step_limit" and ran.outcome.result.steps == 2
     assert ran.outcome.score is None and ran.result.scores == {0: None}
     assert [s.action["kind"] for s in ran.trajectory.steps] == ["wait", "wait"]
     assert ran.trajectory.info.reason == "no outcome within 2 steps"
+    assert ran.trajectory.info.model == f"{protocol}/test-model"
+    assert ran.server.requests and ran.server.requests[0].path.endswith(
+        "/v1/messages" if protocol == "anthropic" else "/v1/chat/completions"
+    )
+
+
+async def test_cost_limit_stops_the_rollout(harness, local_env: LocalEnvironment) -> None:
+    task = resolve_task("Wait for the screen to change, then stop.")
+    wait = action_reply("Nothing to do yet.", "agent.wait(0.1)")
+    ran = await harness.run(
+        task, local_env, PlannedReplies(plan=[wait] * 10),
+        config={"policy": {"model": "openai/gpt-4o"}, "rollout": {"cost_limit": 0.012, "max_steps": 10}},
+    )  # fmt: skip
+    result = ran.outcome.result
+    per_step = [r.dollars for r in ran.ledger.records]
+    assert result.status == "cost_limit" and all(d > 0 for d in per_step)
+    assert sum(per_step) >= 0.012 and sum(per_step[:-2]) < 0.012, "it stopped at the first step over the limit"
+    assert result.steps == len(ran.trajectory.steps) < 10
+    assert "over the limit of $0.0120" in ran.trajectory.info.reason
 
 
 class CountingEnv(Environment):
