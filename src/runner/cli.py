@@ -88,6 +88,8 @@ def run(
             register_demo(the_task.id)
             cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
         rid = check_name("run id", cfg.run_id or _new_run_id())
+        if cfg.environment.kind == "osworld" and not cfg.environment.url:
+            raise EnvError("--env osworld needs the server's address: pass --url http://HOST:PORT")
     except (ConfigError, EnvError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
     layout = RunLayout(cfg.out_dir, rid)

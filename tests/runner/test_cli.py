@@ -97,7 +97,7 @@ def test_a_missing_api_key_is_one_line_naming_the_variable(tmp_path: Path) -> No
     assert not (tmp_path / "runs").exists() and not (tmp_path / "envs").exists()
 
 
-def test_an_unknown_task_id_is_one_line(tmp_path: Path) -> None:
+def test_user_errors_are_one_line_and_env_is_mounted(tmp_path: Path) -> None:
     if not CLI.exists():
         pytest.skip("the agent-s3 console script is not installed in this environment")
     done = subprocess.run(
@@ -107,6 +107,18 @@ def test_an_unknown_task_id_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "no-such-task" in lines[0] and "mousepad-append-line" in lines[0]
+    no_url = subprocess.run(
+        [str(CLI), "run", "--task", "terminal-make-dirs", "--model", "scripted/demo", "--env", "osworld"],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert no_url.returncode == 2 and no_url.stderr.strip() == (
+        "error: --env osworld needs the server's address: pass --url http://HOST:PORT"
+    )
+    listed = subprocess.run(
+        [str(CLI), "env", "ls", "--base-dir", str(tmp_path / "envs")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.returncode == 0 and "no desktops running" in listed.stdout
 
 
 @pytest.mark.desktop
