@@ -18,7 +18,7 @@ from typing import Any
 
 from agent_s3 import CallCodeAgent, Proposal, RepeatedFormatError, Wait, Worker
 from core.llm import ModelCallError, ScriptError
-from core.protocols import Environment, EnvironmentLost, ExecResult
+from core.protocols import EnvError, Environment, EnvironmentLost, ExecResult
 from core.trajectory import RolloutDir, RolloutInfo, Step, StepTimings
 
 from .config import RolloutConfig
@@ -211,7 +211,12 @@ class Rollout:
             await asyncio.sleep(seconds)
             self.worker.record(p, f"waited {seconds:g} s")
         elif p.code is not None:
-            result = await self.env.act(p.code)
+            try:
+                result = await self.env.act(p.code)
+            except EnvironmentLost:
+                raise
+            except EnvError as e:  # the server could not run it: a failed action, not a dead one
+                result = ExecResult(status="error", returncode=-1, stderr=f"{type(e).__name__}: {e}")
             fields["error"] = _action_error(result)
             self.worker.record(p, result)
         else:
