@@ -6,6 +6,7 @@ records carry the run, task and rollout, so cost can be split and limited per ro
 
 from __future__ import annotations
 
+import pwd
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -70,7 +71,8 @@ def build_models(cfg: RunConfig, ledger: Ledger) -> ModelSet:
 
 def worker_config(cfg: RunConfig, env: Environment) -> WorkerConfig:
     """The worker's settings for `env`: its platform, and on local desktops the facts and
-    the way of opening applications that those desktops have (no launcher, user ``user``)."""
+    the way of opening applications that those desktops have (no launcher; apps run as an
+    unprivileged account, e.g. ``nobody``)."""
     base = cfg.worker
     update: dict[str, Any] = {"platform": env.platform}
     if isinstance(env, LocalEnvironment):
@@ -79,12 +81,19 @@ def worker_config(cfg: RunConfig, env: Environment) -> WorkerConfig:
         facts = base.facts
         fact_update: dict[str, Any] = {}
         if facts.user_name is None:
-            fact_update["user_name"] = "user"
+            fact_update["user_name"] = _account(env.desktop.config.uid)
         if facts.home is None:
             fact_update["home"] = env.info.home
         if fact_update:
             update["facts"] = facts.model_copy(update=fact_update)
     return base.model_copy(update=update)
+
+
+def _account(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 def make_worker(cfg: RunConfig, models: ModelSet, env: Environment) -> Worker:
