@@ -78,6 +78,9 @@ class RapidOcrEngine:
             "Global.return_word_box": True,
             "Global.text_score": min_score,
             "Global.log_level": "error",
+            # Never enlarge for detection: a strip of a few rows would be blown up to 736.
+            "Det.limit_type": "max",
+            "Det.limit_side_len": 2000,
         }
         if threads:
             params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
@@ -90,7 +93,10 @@ class RapidOcrEngine:
             result = self._engine(np.ascontiguousarray(array))
         out: list[Word] = []
         for line_no, line in enumerate(result.word_results or ()):
-            for text, score, quad in line:
+            for item in line:
+                if not isinstance(item, tuple | list) or len(item) != 3:
+                    continue  # an empty result row
+                text, score, quad = item
                 if not str(text).strip():
                     continue
                 xs = [p[0] for p in quad]

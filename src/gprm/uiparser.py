@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import subprocess
 import time
 from typing import Any, Literal, Protocol
 
@@ -34,7 +35,7 @@ from gprm.controls import (
     read_labels,
 )
 from gprm.elements import ParsedScreen, UIElement, draw_marks
-from gprm.ocr import OcrBackend, OcrEngine, Word, make_ocr, phrases
+from gprm.ocr import OcrBackend, OcrEngine, OcrUnavailableError, Word, make_ocr, phrases
 from gprm.rereading import WordMemo
 
 __all__ = ["LocalUIParser", "OmniParserClient", "ParserError", "UIParser", "make_parser"]
@@ -94,6 +95,15 @@ class LocalUIParser:
         return await asyncio.to_thread(self.parse_sync, screenshot)
 
     def parse_sync(self, screenshot: bytes | Image.Image) -> ParsedScreen:
+        """Parse now, in this thread; OCR failures surface as `ParserError`."""
+        try:
+            return self._parse(screenshot)
+        except ParserError:
+            raise
+        except (OcrUnavailableError, RuntimeError, subprocess.TimeoutExpired) as e:
+            raise ParserError(f"local UI parser failed: {e}") from e
+
+    def _parse(self, screenshot: bytes | Image.Image) -> ParsedScreen:
         started = time.perf_counter()
         img = decode_png(screenshot) if isinstance(screenshot, bytes) else screenshot.convert("RGB")
         if self.memo is None:

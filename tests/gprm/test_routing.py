@@ -112,3 +112,18 @@ async def test_paper_tool_names_are_understood(rendered: RenderedScreen) -> None
         "g", "", CANDIDATES, _tools(rendered, CountingParser()))
     assert [t.name for t in result.record.tools] == ["ui_parser"]
     assert result.record.stop == "terminate" and result.record.answer == "done"
+
+
+async def test_a_failing_parser_becomes_evidence_not_a_crash(rendered: RenderedScreen) -> None:
+    import socket
+
+    from gprm import OmniParserClient
+
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    Script("router", [Reply(text=route("ui_parser")), Reply(text=route("terminate"))])
+    tools = Perception(rendered.png, parser=OmniParserClient(f"http://127.0.0.1:{port}", timeout=5))
+    result = await Router(ChatModel.from_name("scripted/router")).gather("g", "", CANDIDATES, tools)
+    use = result.record.tools[0]
+    assert not use.ok and "unreachable" in use.evidence and result.record.stop == "terminate"

@@ -174,3 +174,14 @@ def test_png_round_trip_helper_is_lossless() -> None:
     buf = io.BytesIO()
     Image.new("RGB", (3, 3), (9, 9, 9)).save(buf, "PNG")
     assert decode_png(buf.getvalue()).getpixel((1, 1)) == (9, 9, 9)
+
+
+async def test_a_failing_ocr_engine_is_a_parser_error(rendered: RenderedScreen) -> None:
+    class Broken:
+        name = "broken"
+
+        def words(self, img: Image.Image) -> list:  # type: ignore[type-arg]
+            raise RuntimeError("tesseract failed: no such language")
+
+    with pytest.raises(ParserError, match="no such language"):
+        await LocalUIParser(Broken()).parse(rendered.png)  # type: ignore[arg-type]
