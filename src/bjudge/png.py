@@ -63,30 +63,46 @@ def encode_png_fast(img: Image.Image, *, level: int = 1) -> bytes:
     return _png(img, zlib.compress(_filter(_rows(img), None).tobytes(), level))
 
 
+def _adler32_combine(first: int, second: int, second_length: int) -> int:
+    """Adler-32 of two byte strings joined, from theirs (zlib's adler32_combine)."""
+    base = 65521
+    rem = second_length % base
+    sum1 = first & 0xFFFF
+    sum2 = (rem * sum1) % base
+    sum1 += (second & 0xFFFF) + base - 1
+    sum2 += ((first >> 16) & 0xFFFF) + ((second >> 16) & 0xFFFF) + base - rem
+    sum1 %= base
+    sum2 %= base
+    return sum1 | (sum2 << 16)
+
+
 class PngBands:
     """The banded PNG of one image, and of copies of it that differ in a few rows."""
 
     def __init__(self, img: Image.Image, *, level: int = 1) -> None:
         self.img = _rgb(img)
         self.level = level
-        self.filtered = _filter(_rows(self.img), None)
-        starts = range(0, self.img.height, BAND_ROWS)
-        self.bands = [self._compress(self.filtered[s:s + BAND_ROWS]) for s in starts]
+        rows = _rows(self.img)
+        self.bands = [self._band(rows, start) for start in range(0, self.img.height, BAND_ROWS)]
         self._png: bytes | None = None
 
-    def _compress(self, band: np.ndarray) -> bytes:
+    def _band(self, rows: np.ndarray, start: int) -> tuple[bytes, int, int]:
+        """(compressed bytes, Adler-32, length) of the filtered rows of one band."""
+        data = _filter(rows[start:start + BAND_ROWS], rows[start - 1] if start else None).tobytes()
         c = zlib.compressobj(self.level, zlib.DEFLATED, -15)
-        return c.compress(band.tobytes()) + c.flush(zlib.Z_FULL_FLUSH)
+        return c.compress(data) + c.flush(zlib.Z_FULL_FLUSH), zlib.adler32(data), len(data)
 
-    def _assemble(self, bands: list[bytes], filtered: np.ndarray) -> bytes:
-        check = zlib.adler32(filtered.tobytes())
-        zdata = b"".join([b"\x78\x01", *bands, _FINAL_BLOCK, struct.pack(">I", check)])
+    def _assemble(self, bands: list[tuple[bytes, int, int]]) -> bytes:
+        check = bands[0][1]
+        for _, adler, length in bands[1:]:
+            check = _adler32_combine(check, adler, length)
+        zdata = b"".join([b"\x78\x01", *(b[0] for b in bands), _FINAL_BLOCK, struct.pack(">I", check)])
         return _png(self.img, zdata)
 
     def png(self) -> bytes:
         """The image itself."""
         if self._png is None:
-            self._png = self._assemble(self.bands, self.filtered)
+            self._png = self._assemble(self.bands)
         return self._png
 
     def png_of(self, variant: Image.Image) -> bytes:
@@ -101,10 +117,6 @@ class PngBands:
         # the Up filter makes row r+1 depend on row r
         touched = np.unique(np.minimum(np.concatenate([changed, changed + 1]), len(rows) - 1) // BAND_ROWS)
         bands = list(self.bands)
-        filtered = self.filtered.copy()
         for b in touched.tolist():
-            start, end = b * BAND_ROWS, min((b + 1) * BAND_ROWS, len(rows))
-            band = _filter(rows[start:end], rows[start - 1] if start else None)
-            filtered[start:end] = band
-            bands[b] = self._compress(band)
-        return self._assemble(bands, filtered)
+            bands[b] = self._band(rows, b * BAND_ROWS)
+        return self._assemble(bands)

@@ -154,3 +154,15 @@ def test_banded_png_of_a_different_size_still_encodes() -> None:
 
     other = Image.new("RGB", (10, 10), (9, 9, 9))
     assert decode_png(PngBands(decode_png(_grey())).png_of(other)).tobytes() == other.tobytes()
+
+
+def test_adler32_of_joined_bands_is_combined_exactly() -> None:
+    import random
+    import zlib
+
+    from bjudge.png import _adler32_combine
+
+    rng = random.Random(5)
+    for _ in range(100):
+        a, b = rng.randbytes(rng.randrange(0, 3000)), rng.randbytes(rng.randrange(0, 150_000))
+        assert _adler32_combine(zlib.adler32(a), zlib.adler32(b), len(b)) == zlib.adler32(a + b)
