@@ -59,7 +59,8 @@ class GuiPra:
     def __init__(self, model: ChatModel, *, parser: UIParser | str | None = "local", ocr: OcrBackend | None = None,
                  parser_url: str | None = None, pointer: ChatModel | None = None, point_mode: PointMode = "auto",
                  memory: bool = True, memory_threshold: int = 5, fallback_recent: int = 3, tools: bool = True,
-                 max_tool_calls: int = 2, max_reasks: int = 1, image_side: int | None = 1280) -> None:
+                 max_tool_calls: int = 2, max_reasks: int = 1, image_side: int | None = 1280,
+                 prefetch: bool = True) -> None:
         self.model = model
         if isinstance(parser, str):
             parser = make_parser(parser, ocr=ocr, url=parser_url) if parser == "omniparser" else make_parser(parser, ocr=ocr)
@@ -73,6 +74,8 @@ class GuiPra:
         self.router = Router(model, max_calls=max_tool_calls, image_side=image_side)
         self.scorer = Scorer(model, prompt="score", max_reasks=max_reasks, image_side=image_side)
         self.image_side = image_side
+        #: Parse the screen in the background while memory and routing calls run.
+        self.prefetch = prefetch
         self.previous: dict[str, Any] | None = None
 
     def reset(self) -> None:
@@ -83,6 +86,18 @@ class GuiPra:
                      candidates: list[Candidate]) -> GuideDecision:
         _check(candidates)
         started = time.perf_counter()
+        perception = Perception(screenshot, parser=self.parser, pointer=self.pointer, point_mode=self.point_mode,
+                                image_side=self.image_side)
+        use_tools = self.tools and self.router.max_calls > 0 and bool(perception.available())
+        if use_tools and self.prefetch:
+            perception.prefetch()
+        try:
+            return await self._choose(goal, screenshot, history, candidates, perception, use_tools, started)
+        finally:
+            await perception.close()
+
+    async def _choose(self, goal: str, screenshot: bytes, history: list[HistoryStep], candidates: list[Candidate],
+                      perception: Perception, use_tools: bool, started: float) -> GuideDecision:
         memory_record = None
         if self.use_memory:
             condensed = await self.memory.condense(goal, history, screenshot)
@@ -90,9 +105,7 @@ class GuiPra:
         else:
             summary, recent = None, history_lines(history)
         routing_record, images = None, {}
-        perception = Perception(screenshot, parser=self.parser, pointer=self.pointer, point_mode=self.point_mode,
-                                image_side=self.image_side)
-        if self.tools and self.router.max_calls > 0 and perception.available():
+        if use_tools:
             context = "\n".join(([f"Earlier work (summary): {summary}"] if summary else []) + recent)
             routed = await self.router.gather(goal, context, candidates, perception)
             routing_record, images = routed.record, routed.images

@@ -65,6 +65,7 @@ class Perception:
     star_radius: int | None = None
     _parsed: ParsedScreen | None = None
     _parse_error: str | None = None
+    _task: asyncio.Task[None] | None = None
     images: dict[str, bytes] = field(default_factory=dict)
 
     def available(self) -> list[str]:
@@ -90,13 +91,30 @@ class Perception:
         use.seconds = time.perf_counter() - started
         return use
 
+    def prefetch(self) -> None:
+        """Start parsing now, in the background, so the parse overlaps the model calls that
+        come before any tool runs; `close` must follow."""
+        if self.parser is not None and self._task is None:
+            self._task = asyncio.create_task(self._parse_once())
+
+    async def close(self) -> None:
+        """Wait for a prefetch still running (its thread cannot be interrupted)."""
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _parse_once(self) -> None:
+        assert self.parser is not None
+        try:
+            self._parsed = await self.parser.parse(self.screenshot)
+        except ParserError as e:
+            self._parse_error = str(e)
+
     async def parsed(self) -> ParsedScreen | None:
-        if self._parsed is None and self._parse_error is None and self.parser is not None:
-            try:
-                self._parsed = await self.parser.parse(self.screenshot)
-            except ParserError as e:
-                self._parse_error = str(e)
-                raise
+        if self.parser is None:
+            return None
+        if self._task is None:
+            self._task = asyncio.create_task(self._parse_once())
+        await asyncio.shield(self._task)
         if self._parse_error is not None:
             raise ParserError(self._parse_error)
         return self._parsed

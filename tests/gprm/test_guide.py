@@ -121,3 +121,35 @@ def test_history_step_from_a_trajectory_step() -> None:
                 error="no such element")
     h = HistoryStep.from_step(step)
     assert h.action == "click(element='File', clicks=1)" and h.observation == "no such element"
+
+
+async def test_the_screen_is_parsed_while_the_model_is_asked(rendered: RenderedScreen) -> None:
+    import asyncio
+    import time
+
+    from gprm import LocalUIParser, ParsedScreen
+
+    class SlowParser:
+        name = "slow"
+
+        def __init__(self) -> None:
+            self.calls = 0
+            self.inner = LocalUIParser("tesseract")
+
+        async def parse(self, screenshot: bytes) -> ParsedScreen:
+            self.calls += 1
+            await asyncio.sleep(0.5)
+            return await self.inner.parse(screenshot)
+
+    parser = SlowParser()
+    scores = score_by_action({"click(element='Cancel')": 1, "click(element='Submit')": 6})
+    script = Script("guide", [Reply(text=route("ui_parser"), delay=0.5), Reply(text=route("terminate")),
+                              scores, scores])
+    guide = GuiPra(ChatModel.from_name("scripted/guide"), parser=parser)  # type: ignore[arg-type]
+    await parser.inner.parse(rendered.png)  # warm the OCR path so only the sleeps are timed
+    started = time.perf_counter()
+    decision = await guide.choose("g", rendered.png, [], CANDIDATES[:2])
+    elapsed = time.perf_counter() - started
+    script.assert_done()
+    assert decision.index == 1 and parser.calls == 1
+    assert elapsed < 0.95, elapsed  # the parse (0.5 s) overlapped the routing call (0.5 s)
