@@ -73,8 +73,7 @@ def test_frames_are_evenly_spaced_with_both_ends() -> None:
     assert frame_indices(0, 3) == []
 
 
-async def test_screenshot_only_representation_spends_the_budget_over_candidates(scripted, run_with_three) -> None:
-    _, _model = scripted("judge", [answer_for("rollout-marker-unused")] * 0)
+async def test_screenshot_only_representation_spends_the_budget_over_candidates(run_with_three) -> None:
     rep = make_representer("screenshots", None, FactCache(None), cfg=RepresentationConfig(screenshot_budget=6))
     rds = [run_with_three.rollout("t1", k) for k in (0, 1, 2)]
     candidates = await rep.candidates("task", rds)
