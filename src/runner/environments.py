@@ -17,7 +17,6 @@ from typing import Protocol
 from core.protocols import EnvError, Environment, Platform
 from core.trajectory import Task
 from environments.local import SNAPSHOTS, DesktopConfig, LocalEnvironment, LocalProvider
-from environments.local.spawner import run_blocking
 from environments.osworld import OSWorldClient, OSWorldDesktop
 from environments.tasks import TaskClient, TaskContext, evaluate, run_setup
 from environments.tasks.convert import from_core_task
@@ -117,7 +116,7 @@ async def task_client(env: Environment) -> AsyncIterator[TaskClient]:
 async def prepare_task(env: Environment, task: Task, cache_dir: Path) -> None:
     """Revert `env` to the task's start state and run the task's setup steps."""
     if isinstance(env, LocalEnvironment):
-        await _revert_local(env, task.snapshot if task.snapshot in SNAPSHOTS else "blank")
+        await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank")
     elif not isinstance(env, OSWorldDesktop):
         await env.revert()
     # An OSWorld server given by URL is reverted by whoever owns the VM.
@@ -125,16 +124,6 @@ async def prepare_task(env: Environment, task: Task, cache_dir: Path) -> None:
         return
     async with task_client(env) as client:
         await run_setup(client, TaskContext(task=from_core_task(task), cache_dir=cache_dir))
-
-
-async def _revert_local(env: LocalEnvironment, snapshot: str) -> None:
-    """Revert a local desktop to a named snapshot (on a spawner thread, as apps it starts
-    must outlive the call)."""
-    revert_to = getattr(env, "revert_to", None)
-    if revert_to is not None:
-        await revert_to(snapshot)
-    else:
-        await run_blocking(lambda: env.desktop.revert(snapshot))
 
 
 async def score_task(env: Environment, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
