@@ -3,6 +3,7 @@ the coding agent, FAIL, the step budget, malformed replies, and the sandbox's wa
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 
@@ -98,8 +99,21 @@ async def test_fail_ends_failed_and_the_evaluator_scores_zero(harness, local_env
 async def test_step_budget_stops_the_rollout(harness, local_env: LocalEnvironment, protocol: str) -> None:
     task = resolve_task("Wait for the screen to change, then stop.")
     wait = action_reply("Nothing to do yet.", "agent.wait(0.1)")
+    second_landed = asyncio.Event()
+    first_saw_second: list[bool] = []
+
+    async def slow_narrator(event: StepEvent) -> None:
+        # Step 0's hook waits for step 1 to land: it can only finish if hooks run beside
+        # the rollout rather than holding it up.
+        if event.step.index == 0:
+            await asyncio.wait_for(second_landed.wait(), timeout=30)
+            first_saw_second.append(True)
+        else:
+            second_landed.set()
+
     ran = await harness.run(task, local_env, PlannedReplies(plan=[wait] * 5), config={"rollout": {"max_steps": 2}},
-                            protocol=protocol)
+                            protocol=protocol, hooks=[slow_narrator])
+    assert first_saw_second == [True], "hooks were awaited inside the loop, or not drained before the end"
 
     assert ran.outcome.result.status == "step_limit" and ran.outcome.result.steps == 2
     assert ran.outcome.score is None and ran.result.scores == {0: None}
