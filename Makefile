@@ -1,8 +1,12 @@
-.PHONY: test setup
+.PHONY: demo test setup
 
-setup:
-	bash scripts/setup.sh
+# The main job: set-up, then the whole pipeline on a local virtual desktop.
+demo:
+	bash scripts/demo.sh
 
+# Set-up, ruff, the import contract and the test suite.
 test:
 	bash scripts/test.sh
 
+setup:
+	bash scripts/setup.sh
