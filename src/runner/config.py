@@ -18,6 +18,7 @@ from core.config import load_config
 from core.llm import GenerateConfig
 
 __all__ = [
+    "CriticConfig",
     "EnvironmentConfig",
     "ModelConfig",
     "RolloutConfig",
@@ -82,6 +83,19 @@ class RolloutConfig(_Section):
     """Cap on one ``wait`` action."""
 
 
+class CriticConfig(_Section):
+    """The outcome critic of the ``retry`` strategy (see `themis`)."""
+
+    name: Literal["themis", "lastk", "sequential"] = "themis"
+    """``themis`` (milestones, verifier, reviewer, judge), or a baseline: ``lastk``, ``sequential``."""
+    model: ModelConfig | None = None
+    """The critic's model; None uses the policy's."""
+    attempts: int = Field(default=3, ge=1)
+    """Rollouts at most: retry until the critic accepts one or this many were made."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """The critic's own settings (e.g. ``selector_rounds``, ``k``), checked by `themis.make_critic`."""
+
+
 class RunConfig(_Section):
     """Everything a run needs; written to ``config.json`` (secrets redacted)."""
 
@@ -98,8 +112,11 @@ class RunConfig(_Section):
     platform is taken from the environment."""
     environment: EnvironmentConfig = EnvironmentConfig()
     rollout: RolloutConfig = RolloutConfig()
-    strategy: Literal["single"] = "single"
-    """How a task is run: ``single`` is one rollout."""
+    strategy: Literal["single", "retry"] = "single"
+    """How a task is run: ``single`` is one rollout; ``retry`` runs rollouts until the critic
+    accepts one (at most ``critic.attempts``)."""
+    critic: CriticConfig = CriticConfig()
+    """The critic that ``retry`` asks."""
     out_dir: Path = Path("runs")
     """Where run folders are written."""
     run_id: str | None = None
