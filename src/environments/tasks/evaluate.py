@@ -4,6 +4,8 @@ Follows OSWorld's `DesktopEnv.evaluate`: `infeasible` scores 1 iff the agent's l
 was FAIL, otherwise a FAIL ends with 0; a list of metrics combines with `and` (0 at the
 first zero, else the mean) or `or` (1 at the first one, else the max). Everything the task
 needs is checked before anything runs, so an unsupported task fails fast with one error.
+Unlike OSWorld, an `infeasible` task skips its postconfig: the score depends on the last
+action alone.
 """
 
 from __future__ import annotations

@@ -101,6 +101,14 @@ def test_compare_table_whole_workbook(tmp_path: Path) -> None:
     assert compare_table(str(tmp_path / "absent.xlsx"), gold) == 0.0
 
 
+def test_compare_table_scores_a_non_workbook_result_zero(tmp_path: Path) -> None:
+    gold = _xlsx(tmp_path / "g.xlsx", {"Data": [["a"]]})
+    assert compare_table(_text(tmp_path / "saved.xlsx", "plain text, not a workbook"), gold) == 0.0
+    assert compare_table(_text(tmp_path / "saved.ods", "odd"), gold) == 0.0
+    with pytest.raises(ValueError):
+        read_workbook(_text(tmp_path / "other.ods", "odd"))
+
+
 def test_compare_table_sheet_names_and_cells(tmp_path: Path) -> None:
     book = _xlsx(tmp_path / "b.xlsx", {"In": [["x"]], "Out": [["total", 191.66671]]})
     gold = _xlsx(tmp_path / "g.xlsx", {"In": [["x"]], "Out": [["total", 191.6667]]})

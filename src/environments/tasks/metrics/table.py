@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ __all__ = ["Workbook", "compare_table", "read_workbook"]
 _SUPPORTED_RULES = {"sheet_data", "sheet_name", "check_cell"}
 _CELL_METHODS = ("eq", "ne", "lt", "le", "gt", "ge")
 _COORD = re.compile(r"^([A-Z]+)(\d+)$")
+#: What openpyxl raises for a file that is not an xlsx workbook.
+_UNREADABLE = (zipfile.BadZipFile, KeyError, ValueError, OSError)
 
 
 @dataclass
@@ -62,8 +65,12 @@ def read_workbook(path: str | Path) -> Workbook:
             rows = [[_number(c) for c in row] for row in csv.reader(handle)]
         return Workbook([path.stem], [_trim(rows)])
     import openpyxl
+    from openpyxl.utils.exceptions import InvalidFileException
 
-    book = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    try:
+        book = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    except InvalidFileException as exc:
+        raise ValueError(f"{path.name} is not an xlsx workbook: {exc}") from exc
     try:
         sheets = [_trim([list(row) for row in ws.iter_rows(values_only=True)]) for ws in book.worksheets]
         return Workbook(list(book.sheetnames), sheets)
@@ -156,7 +163,10 @@ def compare_table(
     """1 iff every rule holds; with no rules, 1 iff both workbooks hold the same sheets and values."""
     if result is None or not Path(result).is_file():
         return 0.0
-    got = read_workbook(result)
+    try:
+        got = read_workbook(result)
+    except _UNREADABLE:
+        return 0.0  # the agent left something that is not a workbook: a failed task, not an error
     want = read_workbook(expected) if expected is not None else None
     if not rules:
         if want is None:
