@@ -134,16 +134,23 @@ def quiet_rows(gray: np.ndarray, *, jump: int = 40) -> np.ndarray:
 
 
 def split_rows(gray: np.ndarray, parts: int, *, window: float = 0.15, max_edges: int = 6) -> list[int]:
-    """Row indices at which to cut the image into about `parts` strips without cutting text:
-    for each ideal cut, the quietest row within `window` of the height, if quiet enough."""
+    """Row indices at which to cut the image into about `parts` strips of equal reading work
+    without cutting text: each ideal cut balances the text edges above and below it (a proxy
+    for the words to read), and the quietest row within `window` of the height is taken."""
     height = gray.shape[0]
     if parts <= 1 or height < 200:
         return []
     edges = quiet_rows(gray)
+    total = int(edges.sum())
+    if total == 0:
+        return []
+    cumulative = np.cumsum(edges)
     cuts = []
     for k in range(1, parts):
-        ideal = height * k // parts
+        ideal = int(np.searchsorted(cumulative, total * k / parts))
         lo, hi = max(1, ideal - int(window * height)), min(height - 1, ideal + int(window * height))
+        if hi <= lo:
+            continue
         band = edges[lo:hi]
         quiet = np.flatnonzero(band <= min(max_edges, int(band.min())))
         if quiet.size:

@@ -185,3 +185,24 @@ async def test_a_failing_ocr_engine_is_a_parser_error(rendered: RenderedScreen) 
 
     with pytest.raises(ParserError, match="no such language"):
         await LocalUIParser(Broken()).parse(rendered.png)  # type: ignore[arg-type]
+
+
+def test_strips_are_cut_between_lines_and_read_the_same_words() -> None:
+    from PIL import ImageDraw, ImageFont
+
+    from gprm.ocr import TesseractEngine, quiet_rows, split_rows
+
+    img = Image.new("RGB", (900, 700), "white")
+    draw = ImageDraw.Draw(img)
+    font = ImageFont.load_default(22)
+    lines = [f"line {i} holds words number {i * 7}" for i in range(12)]
+    for i, line in enumerate(lines):
+        draw.text((20, 20 + 34 * i), line, fill="black", font=font)  # text only in the top 60 %
+    gray = np.asarray(img.convert("L"))
+    cuts = split_rows(gray, 2)
+    assert len(cuts) == 1
+    assert quiet_rows(gray)[cuts[0]] == 0  # between two lines
+    assert 150 < cuts[0] < 300  # balanced by text, not at the image's middle (350)
+    one = sorted(w.text for w in TesseractEngine(workers=1).words(img))
+    two = sorted(w.text for w in TesseractEngine(workers=2).words(img))
+    assert one == two and one.count("holds") == 12
