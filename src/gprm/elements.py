@@ -13,7 +13,18 @@ from typing import Literal
 from PIL import Image, ImageDraw, ImageFont
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ElementType", "ParsedScreen", "UIElement", "draw_marks", "draw_star", "elements_text", "star_polygon"]
+from core.images import decode_png, downscale, encode_png
+
+__all__ = [
+    "ElementType",
+    "ParsedScreen",
+    "UIElement",
+    "draw_marks",
+    "draw_star",
+    "elements_text",
+    "shrink_png",
+    "star_polygon",
+]
 
 ElementType = Literal["text", "icon"]
 
@@ -117,3 +128,11 @@ def draw_star(img: Image.Image, x: float, y: float, *, radius: int = 16,
     cy = min(max(round(y), 0), out.height - 1)
     ImageDraw.Draw(out).polygon(star_polygon(cx, cy, radius), fill=colour, outline=(255, 255, 255))
     return out
+
+
+def shrink_png(png: bytes, longest_side: int | None) -> bytes:
+    """`png` with its longer side at most `longest_side` (the same bytes if already small),
+    the size images are sent to the model at."""
+    img = decode_png(png)
+    small = downscale(img, longest_side)
+    return png if small is img else encode_png(small)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from core.llm import ChatModel
+from gprm.elements import shrink_png
 from gprm.history import Candidate, HistoryStep, history_lines
 from gprm.memory import DynamicMemory
 from gprm.ocr import OcrBackend
@@ -100,7 +101,9 @@ class GuiPra:
                       perception: Perception, use_tools: bool, started: float) -> GuideDecision:
         memory_record = None
         if self.use_memory:
-            condensed = await self.memory.condense(goal, history, screenshot)
+            sent = (await asyncio.to_thread(shrink_png, screenshot, self.image_side)
+                    if len(history) > self.memory_threshold else None)
+            condensed = await self.memory.condense(goal, history, sent)
             summary, recent, memory_record = condensed.summary, condensed.lines(), condensed.record
         else:
             summary, recent = None, history_lines(history)
@@ -114,6 +117,7 @@ class GuiPra:
         ctx = ScoreContext(goal=goal, screenshot=screenshot, recent=recent, summary=summary, evidence=evidence,
                            images=[(labels.get(k, k), png) for k, png in images.items() if png],
                            previous=self.previous)
+        await self.scorer.prepare(ctx)
         scores = list(await asyncio.gather(*(self.scorer.score(i, c, ctx) for i, c in enumerate(candidates))))
         index, fallback = pick(scores)
         record = GuideRecord(guide=self.name, chosen=index, chosen_score=scores[index].score, fallback=fallback,
@@ -140,6 +144,7 @@ class StandardPrm:
         _check(candidates)
         started = time.perf_counter()
         ctx = ScoreContext(goal=goal, screenshot=screenshot, recent=history_lines(history))
+        await self.scorer.prepare(ctx)
         scores = list(await asyncio.gather(*(self.scorer.score(i, c, ctx) for i, c in enumerate(candidates))))
         index, fallback = pick(scores)
         record = GuideRecord(guide=self.name, chosen=index, chosen_score=scores[index].score, fallback=fallback,

@@ -8,11 +8,12 @@ asks for a tool already used (refused, never run twice) or cannot be read.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.images import decode_png, downscale, encode_png
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
+from gprm.elements import shrink_png
 from gprm.history import Candidate
 from gprm.prompts import render
 from gprm.records import RoutingRecord, ToolUse
@@ -59,7 +60,7 @@ class Router:
     async def gather(self, goal: str, history: str, candidates: list[Candidate], tools: Perception) -> RoutingResult:
         record = RoutingRecord()
         used: list[str] = []
-        screenshot = self._image(tools.screenshot)
+        screenshot = await asyncio.to_thread(shrink_png, tools.screenshot, self.image_side)
         while True:
             if len(used) >= self.max_calls:
                 record.stop = "cap"
@@ -68,7 +69,8 @@ class Router:
             if not available:
                 record.stop = "all_tools_used"
                 break
-            messages = self._messages(goal, history, candidates, record.tools, available, screenshot, tools.images)
+            drawn = [await asyncio.to_thread(shrink_png, png, self.image_side) for png in tools.images.values() if png]
+            messages = self._messages(goal, history, candidates, record.tools, available, screenshot, drawn)
             record.calls += 1
             try:
                 reply = await self.model.generate(messages, module=MODULE, config=self.config)
@@ -113,16 +115,11 @@ class Router:
             record.tools.append(await tools.run(name, args))
         return False
 
-    def _image(self, png: bytes) -> bytes:
-        img = decode_png(png)
-        small = downscale(img, self.image_side)
-        return png if small is img else encode_png(small)
-
     def _messages(self, goal: str, history: str, candidates: list[Candidate], calls: list[ToolUse],
-                  available: list[str], screenshot: bytes, images: dict[str, bytes]) -> list[ChatMessage]:
+                  available: list[str], screenshot: bytes, images: list[bytes]) -> list[ChatMessage]:
         system = render("routing_system", tools=[TOOL_SPECS[t] for t in available])
         user = render("routing_user", goal=goal, history=history, candidates=candidates, calls=calls,
                       available=[*available, TERMINATE])
         parts: list[Part] = [TextPart(text=user), ImagePart(data=screenshot)]
-        parts += [ImagePart(data=self._image(png)) for key, png in images.items() if png]
+        parts += [ImagePart(data=png) for png in images]
         return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=parts)]

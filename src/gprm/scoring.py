@@ -12,6 +12,7 @@ from typing import Any
 
 from core.images import decode_png, downscale, draw_marker, encode_png
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
+from gprm.elements import shrink_png
 from gprm.history import Candidate
 from gprm.prompts import render
 from gprm.records import CandidateScore
@@ -35,6 +36,10 @@ class ScoreContext:
     #: (label, PNG) images the tools drew, sent after the screenshot.
     images: list[tuple[str, bytes]] = field(default_factory=list)
     previous: dict[str, Any] | None = None
+    #: The screenshot and tool images as sent (downscaled once for all candidates); filled
+    #: by `Scorer.prepare`.
+    sent_screenshot: bytes | None = None
+    sent_images: list[bytes] | None = None
 
 
 @dataclass
@@ -56,14 +61,21 @@ class Scorer:
             return screenshot
         return encode_png(small)
 
-    def _side(self, png: bytes) -> bytes:
-        img = decode_png(png)
-        small = downscale(img, self.image_side)
-        return png if small is img else encode_png(small)
+    async def prepare(self, ctx: ScoreContext) -> None:
+        """Downscale the shared images once, before the candidates are scored."""
+        if ctx.sent_screenshot is None:
+            ctx.sent_screenshot = await asyncio.to_thread(shrink_png, ctx.screenshot, self.image_side)
+        if ctx.sent_images is None:
+            ctx.sent_images = [await asyncio.to_thread(shrink_png, png, self.image_side) for _, png in ctx.images]
 
     async def score(self, index: int, candidate: Candidate, ctx: ScoreContext) -> CandidateScore:
-        screen = await asyncio.to_thread(self._screen, ctx.screenshot, candidate.pointer)
-        extras = [await asyncio.to_thread(self._side, png) for _, png in ctx.images]
+        await self.prepare(ctx)
+        assert ctx.sent_screenshot is not None and ctx.sent_images is not None
+        if candidate.pointer is None:
+            screen = ctx.sent_screenshot
+        else:
+            screen = await asyncio.to_thread(self._screen, ctx.screenshot, candidate.pointer)
+        extras = ctx.sent_images
         user = render(f"{self.prompt}_user", goal=ctx.goal, summary=ctx.summary, recent=ctx.recent,
                       evidence=ctx.evidence, previous=ctx.previous, candidate=candidate,
                       images=[label for label, _ in ctx.images])
