@@ -4,7 +4,8 @@ Two ways to ground: ask a pointing model, or match the description's words again
 UI parser's text elements. Pointing models answer in different units, and all are read:
 Molmo's `<point x="61.5" y="40.2">` (percent of width and height), `<points x1=.. y1=..>`
 (the first pair), Qwen's `{"point_2d": [x, y]}` (pixels), and a bare `(x, y)` read in the
-convention the caller names.
+convention the caller names — by default percent when both values are at most 100, else
+pixels (the prompt asks for Molmo's percent form, so small bare pairs are read that way).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-__all__ = ["Convention", "PointAnswer", "parse_point", "text_match"]
+__all__ = ["BareConvention", "Convention", "PointAnswer", "parse_point", "text_match"]
 
 Convention = Literal["percent", "pixels", "fraction"]
+#: How to read a plain pair: a convention, or "auto" (both ≤ 100 → percent, else pixels).
+BareConvention = Literal["auto", "percent", "pixels", "fraction"]
 
 _NUM = r"-?\d+(?:\.\d+)?"
 _MOLMO = re.compile(rf'<points?\b[^>]*?\bx1?\s*=\s*"({_NUM})"[^>]*?\by1?\s*=\s*"({_NUM})"', re.I | re.S)
@@ -46,7 +49,13 @@ class _Raw:
     convention: Convention
 
 
-def _find(text: str, bare: Convention) -> _Raw | None:
+def _bare(x: float, y: float, bare: BareConvention) -> Convention:
+    if bare != "auto":
+        return bare
+    return "percent" if x <= 100 and y <= 100 else "pixels"
+
+
+def _find(text: str, bare: BareConvention) -> _Raw | None:
     if m := _MOLMO.search(text):
         return _Raw(float(m[1]), float(m[2]), "molmo", "percent")
     if m := _POINT_2D.search(text):
@@ -56,13 +65,15 @@ def _find(text: str, bare: Convention) -> _Raw | None:
     except ValueError:
         data = None
     if isinstance(data, dict) and isinstance(data.get("x"), int | float) and isinstance(data.get("y"), int | float):
-        return _Raw(float(data["x"]), float(data["y"]), "pair", bare)
+        x, y = float(data["x"]), float(data["y"])
+        return _Raw(x, y, "pair", _bare(x, y, bare))
     if m := (_PAIR.search(text) or _XY.search(text)):
-        return _Raw(float(m[1]), float(m[2]), "pair", bare)
+        x, y = float(m[1]), float(m[2])
+        return _Raw(x, y, "pair", _bare(x, y, bare))
     return None
 
 
-def parse_point(text: str, size: tuple[int, int], *, bare: Convention = "percent",
+def parse_point(text: str, size: tuple[int, int], *, bare: BareConvention = "auto",
                 sent_size: tuple[int, int] | None = None) -> PointAnswer | None:
     """The point in `text`, in pixels of an image of `size`; None if there is none or it
     lies outside the image.
