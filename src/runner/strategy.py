@@ -138,8 +138,14 @@ class SingleRollout:
         return result
 
 
+def _retry() -> Strategy:
+    from .retry import RetryUntilSuccess  # built on this module's pieces, so imported late
+
+    return RetryUntilSuccess()
+
+
 #: Strategy name → factory; the name is what ``strategy`` in the run configuration selects.
-STRATEGIES: dict[str, Callable[[], Strategy]] = {"single": SingleRollout}
+STRATEGIES: dict[str, Callable[[], Strategy]] = {"single": SingleRollout, "retry": _retry}
 
 
 async def run_tasks(

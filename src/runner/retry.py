@@ -1,0 +1,179 @@
+"""Retry until success: roll out, let an outcome critic judge, revert and try again.
+
+Attempt k is rollout k of the task (``rollout-<k>/``, the critic's verdict beside it as
+``critic-<name>.json``). The loop stops at the first attempt the critic accepts, or after
+``critic.attempts`` rollouts; the last attempt made is the final one. The benchmark's own
+evaluator scores every attempt (reported in ``result.json``'s ``scores``), and the final
+attempt's score is the task's (``selected`` / ``selected_score``): the critic decides when
+to stop, never what the task scored. ``selection.json`` names the critic, the final attempt
+and why, with the critic's calls and cost.
+
+A rollout the world ended (a lost environment, a setup failure, an errored loop) says
+nothing about the agent: it uses up an attempt without a critic call. The policy step is
+pluggable (`RolloutStep`, by default `run_rollout`), so a guided rollout can be retried too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from core.llm import ChatModel, Ledger
+from core.protocols import Environment
+from core.trajectory import Selection, TaskResult
+from themis import Verdict, grade_rollout, make_critic
+
+from .config import CriticConfig, ModelConfig, RunConfig
+from .strategy import RolloutOutcome, TaskRun, run_rollout
+
+__all__ = ["Attempt", "RetryUntilSuccess", "RolloutStep", "critic_model"]
+
+#: Ledger module of the critic's calls (what `themis` writes).
+CRITIC_MODULE = "critic"
+_WORLD_FAILURES = ("environment_lost", "errored")
+
+
+class RolloutStep(Protocol):
+    """Prepares the task in `env`, runs rollout `k` and scores it (`run_rollout`'s shape)."""
+
+    def __call__(self, run: TaskRun, k: int, env: Environment, *, seed: int | None = None) -> Awaitable[RolloutOutcome]: ...
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One rollout of the loop and what the critic made of it."""
+
+    index: int
+    outcome: RolloutOutcome
+    verdict: Verdict | None
+    #: Why there is no verdict: the world ended the rollout, or the critic could not grade.
+    error: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict is not None and self.verdict.reward == 1
+
+    def describe(self) -> str:
+        """One line: status, evaluator score, the critic's decision and reason."""
+        r = self.outcome.result
+        score = "none" if self.outcome.score is None else f"{self.outcome.score:g}"
+        if self.verdict is not None:
+            said = f"{'ACCEPT' if self.accepted else 'REJECT'}: {self.verdict.reason}"
+        else:
+            said = f"not judged: {self.error}"
+        return f"attempt {self.index}: {r.status} after {r.steps} steps, score {score}; critic {said}"
+
+
+def critic_model(cfg: ModelConfig, ledger: Ledger) -> ChatModel:
+    """A chat model for the critic from its own section (raises `MissingAPIKeyError`)."""
+    return ChatModel.from_name(
+        cfg.model,
+        ledger=ledger,
+        base_url=cfg.base_url,
+        api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
+        timeout=cfg.timeout,
+        max_connections=cfg.max_connections,
+        config=cfg.generate,
+    )
+
+
+@dataclass
+class RetryUntilSuccess:
+    """The ``retry`` strategy. Without arguments it takes everything from the run's
+    ``critic`` section; a test or a caller may give the critic's name, model, options and
+    the cap directly. Call `aclose` when done if the critic got a model of its own."""
+
+    critic: str | None = None
+    model: ChatModel | None = None
+    options: dict[str, Any] | None = None
+    attempts: int | None = None
+    rollout: RolloutStep = run_rollout
+    name: str = "retry"
+    #: The final attempt's outcome per task id (what the command line reports).
+    outcomes: dict[str, RolloutOutcome] = field(default_factory=dict)
+    #: Every attempt per task id, in order.
+    history: dict[str, list[Attempt]] = field(default_factory=dict)
+    _owned: ChatModel | None = field(default=None, init=False, repr=False)
+
+    def _settings(self, cfg: RunConfig) -> CriticConfig:
+        base = cfg.critic
+        return base.model_copy(update={
+            "name": self.critic or base.name,
+            "attempts": self.attempts or base.attempts,
+            "options": base.options if self.options is None else self.options,
+        })
+
+    def _model(self, run: TaskRun) -> ChatModel:
+        if self.model is not None:
+            return self.model
+        section = run.config.critic.model
+        if section is None:
+            return run.models.policy
+        if self._owned is None:
+            self._owned = critic_model(section, run.ledger)
+        return self._owned
+
+    async def aclose(self) -> None:
+        if self._owned is not None:
+            await self._owned.aclose()
+            self._owned = None
+
+    async def __call__(self, run: TaskRun) -> TaskResult:
+        settings = self._settings(run.config)
+        model = self._model(run)
+        # Unknown critic names or options fail here, before any rollout is paid for.
+        make_critic(settings.name, model, **settings.options)
+        await asyncio.to_thread(run.task_dir.write_task, run.task)
+        attempts: list[Attempt] = []
+        self.history[run.task.id] = attempts
+        for k in range(settings.attempts):
+            env = await run.pool.acquire()
+            try:
+                seed = None if run.config.seed is None else run.config.seed + k
+                outcome = await self.rollout(run, k, env, seed=seed)
+            finally:
+                run.pool.release(env)
+            attempt = await self._judge(run, settings, model, outcome)
+            attempts.append(attempt)
+            if attempt.accepted:
+                break
+        final = attempts[-1]
+        self.outcomes[run.task.id] = final.outcome
+        await asyncio.to_thread(run.task_dir.write_selection, self._selection(run, settings, attempts))
+        result = TaskResult.from_scores(run.task.id, {a.index: a.outcome.score for a in attempts},
+                                        selected=final.index)
+        await asyncio.to_thread(run.task_dir.write_result, result)
+        return result
+
+    async def _judge(self, run: TaskRun, settings: CriticConfig, model: ChatModel,
+                     outcome: RolloutOutcome) -> Attempt:
+        status = outcome.result.status
+        if status in _WORLD_FAILURES:
+            return Attempt(outcome.index, outcome, None, f"the rollout ended as {status}: {outcome.result.reason}")
+        tags = {"run": run.layout.run_id, "task": run.task.id, "rollout": outcome.index}
+        critic = make_critic(settings.name, model.with_tags(**tags), **settings.options)
+        rd = run.layout.rollout(run.task.id, outcome.index)
+        try:
+            verdict = await grade_rollout(critic, run.task, rd, durable=run.layout.durable)
+        except (OSError, ValueError) as e:
+            return Attempt(outcome.index, outcome, None, f"the critic could not grade it: {e}")
+        return Attempt(outcome.index, outcome, verdict)
+
+    def _selection(self, run: TaskRun, settings: CriticConfig, attempts: list[Attempt]) -> Selection:
+        final = attempts[-1]
+        if final.accepted:
+            why = f"attempt {final.index} was accepted by the {settings.name} critic"
+        else:
+            why = f"no attempt was accepted within {len(attempts)}; the last one is final"
+        calls = [r for r in run.ledger.records if r.module == CRITIC_MODULE
+                 and r.tags.get("run") == run.layout.run_id and r.tags.get("task") == run.task.id]
+        return Selection(
+            strategy=f"retry-{settings.name}",
+            candidates=[a.index for a in attempts],
+            chosen=final.index,
+            reasoning="\n".join([why, *(a.describe() for a in attempts)]),
+            dollars=sum(r.dollars for r in calls),
+            call_ids=[r.id for r in calls],
+        )
