@@ -17,6 +17,8 @@ from agent_s3 import WorkerConfig
 from core.config import load_config
 from core.llm import GenerateConfig
 
+from .wide_config import WideConfig
+
 __all__ = [
     "CriticConfig",
     "EnvironmentConfig",
@@ -112,11 +114,13 @@ class RunConfig(_Section):
     platform is taken from the environment."""
     environment: EnvironmentConfig = EnvironmentConfig()
     rollout: RolloutConfig = RolloutConfig()
-    strategy: Literal["single", "retry"] = "single"
+    strategy: Literal["single", "retry", "wide"] = "single"
     """How a task is run: ``single`` is one rollout; ``retry`` runs rollouts until the critic
-    accepts one (at most ``critic.attempts``)."""
+    accepts one (at most ``critic.attempts``); ``wide`` runs N rollouts and a judge picks one."""
     critic: CriticConfig = CriticConfig()
     """The critic that ``retry`` asks."""
+    wide: WideConfig = WideConfig()
+    """N rollouts and a judge, for the ``wide`` strategy."""
     out_dir: Path = Path("runs")
     """Where run folders are written."""
     run_id: str | None = None

@@ -1,0 +1,263 @@
+"""Wide scaling: N rollouts of one task in parallel, narrated as they run, one judge.
+
+Each rollout borrows its own environment, reverted to the task's snapshot, and runs one
+model of the mixture with stochastic decoding and its own seed (recorded in its header).
+At most ``wide.concurrency`` rollouts run at once (an `asyncio_pool.AioPool`); calls to
+one endpoint are bounded by the model layer (``wide.per_provider``). A rollout lost to the
+world (environment lost, provider down) is run again on a fresh environment up to
+``wide.max_retries`` times, then recorded as it ended; the others go on regardless.
+
+Every landed step is narrated in the background (`LiveNarrator`); when the last rollout
+ends, the judge compares the rollouts that ended by the agent's doing and picks one.
+The evaluator's scores are written for the report only and never reach the judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+
+from asyncio_pool import AioPool
+
+from bjudge import Candidate, FactCache, JudgeConfig, NarrativeBuilder, make_judge
+from bjudge.representations import ending_of
+from core.llm import ChatModel, GenerateConfig
+from core.trajectory import AGENT_OUTCOMES, WORLD_FAILURES, RunLayout, Selection, TaskResult
+
+from .mixture import MixtureEntry, RolloutSlot, assign, parse_mixture
+from .models import ModelSet
+from .narration import LiveNarrator
+from .outcomes import RolloutResult
+from .strategy import RolloutOutcome, TaskRun, run_rollout
+from .wide_config import WideConfig
+
+__all__ = ["FACT_CACHE_DIR", "WideScaling", "WideTimings", "fact_cache", "judge_name"]
+
+_log = logging.getLogger(__name__)
+
+#: Folder of the run holding cached facts (hidden from task listings by its dot).
+FACT_CACHE_DIR = ".facts"
+#: ``wide.judge`` → the bjudge judge it runs.
+_JUDGES = {"bjudge": "mcq", "mcq": "mcq", "pairwise": "pairwise", "independent": "independent"}
+
+#: Called as a rollout changes state: (task id, rollout, status, model, attempt).
+Watch = Callable[[str, int, str, str, int], None]
+
+
+def judge_name(name: str) -> str | None:
+    """The bjudge judge behind a ``wide.judge`` name (None for ``none``)."""
+    return _JUDGES.get(name)
+
+
+def fact_cache(layout: RunLayout) -> FactCache:
+    """The run's fact cache, shared by live narration and offline re-judging."""
+    return FactCache(layout.path / FACT_CACHE_DIR)
+
+
+@dataclass
+class WideTimings:
+    """When one task's rollouts ended and its selection was made (``time.perf_counter``)."""
+
+    started: float = 0.0
+    rollout_ends: dict[int, float] = field(default_factory=dict)
+    rollout_seconds: dict[int, float] = field(default_factory=dict)
+    judge_started: float | None = None
+    selected: float | None = None
+
+    @property
+    def last_end(self) -> float:
+        return max(self.rollout_ends.values(), default=self.started)
+
+
+def _stochastic(decoding: GenerateConfig, temperature: float) -> GenerateConfig:
+    return decoding if decoding.temperature is not None else decoding.merged(GenerateConfig(temperature=temperature))
+
+
+class WideScaling:
+    """N rollouts and a judge (strategy name ``wide``); models of a mixture are built once
+    and shared by every task, so close them with `aclose`."""
+
+    name = "wide"
+
+    def __init__(self, watch: Watch | None = None) -> None:
+        self.watch = watch
+        self.outcomes: dict[str, list[RolloutOutcome]] = {}
+        self.selections: dict[str, Selection | None] = {}
+        self.timings: dict[str, WideTimings] = {}
+        self._models: dict[str, ChatModel] = {}
+
+    async def aclose(self) -> None:
+        """Close the connections of the models this strategy built."""
+        for model in self._models.values():
+            await model.aclose()
+        self._models.clear()
+
+    # -- models -------------------------------------------------------------------------
+
+    def _entries(self, run: TaskRun) -> list[MixtureEntry]:
+        wide, policy = run.config.wide, run.config.policy
+        entries = parse_mixture(wide.mixture)
+        if entries:
+            return entries
+        return [MixtureEntry(model=policy.model, count=wide.rollouts or 1, base_url=policy.base_url,
+                             api_key=policy.api_key, decoding=policy.generate)]
+
+    def _policy(self, run: TaskRun, entry: MixtureEntry) -> ChatModel:
+        wide, policy = run.config.wide, run.config.policy
+        decoding = _stochastic(entry.decoding, wide.temperature)
+        if entry.model == policy.model and entry.base_url == policy.base_url and wide.per_provider is None:
+            shared = copy.copy(run.models.policy)  # the run's own connections
+            shared.config = _stochastic(shared.config.merged(entry.decoding), wide.temperature)
+            return shared
+        key = entry.model_dump_json(exclude={"count"})
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = ChatModel.from_name(
+                entry.model, ledger=run.ledger, base_url=entry.base_url,
+                api_key=entry.api_key.get_secret_value() if entry.api_key else None,
+                timeout=policy.timeout, max_connections=wide.per_provider or policy.max_connections,
+                config=decoding,
+            )
+        return model
+
+    def _model_set(self, run: TaskRun, entry: MixtureEntry) -> ModelSet:
+        cfg, policy = run.config, self._policy(run, entry)
+        return ModelSet(
+            policy=policy,
+            grounding=run.models.grounding if cfg.grounding else policy,
+            code=run.models.code if cfg.code_model else policy,
+            reflection=run.models.reflection if cfg.reflection_model else policy,
+        )
+
+    def _judge_model(self, run: TaskRun) -> ChatModel:
+        chosen = run.config.wide.judge_model
+        if chosen is None:
+            return run.models.policy
+        key = "judge:" + chosen.model_dump_json()
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = ChatModel.from_name(
+                chosen.model, ledger=run.ledger, base_url=chosen.base_url,
+                api_key=chosen.api_key.get_secret_value() if chosen.api_key else None,
+                timeout=chosen.timeout, max_connections=chosen.max_connections, config=chosen.generate,
+            )
+        return model
+
+    # -- running ------------------------------------------------------------------------
+
+    async def __call__(self, run: TaskRun) -> TaskResult:
+        wide: WideConfig = run.config.wide
+        task_id = run.task.id
+        await asyncio.to_thread(run.task_dir.write_task, run.task)
+        base_seed = wide.seed if wide.seed is not None else random.SystemRandom().randrange(2**30)
+        slots = assign(self._entries(run), wide.rollouts, base_seed)
+        sets = {slot.index: self._model_set(run, slot.entry) for slot in slots}
+        judge_model = self._judge_model(run).with_tags(run=run.layout.run_id, task=task_id)
+        which = judge_name(wide.judge)
+        builder = NarrativeBuilder(judge_model, fact_cache(run.layout), wide.narrative) if which else None
+        timings = self.timings[task_id] = WideTimings(started=time.perf_counter())
+        outcomes: dict[int, RolloutOutcome] = {}
+        for slot in slots:
+            self._tell(task_id, slot.index, "waiting", slot.entry.model, 1)
+        narrator = LiveNarrator(builder) if builder is not None else None
+        hooked = dataclasses.replace(run, hooks=[*run.hooks, narrator.hook] if narrator else list(run.hooks))
+
+        async def one(slot: RolloutSlot) -> None:
+            outcomes[slot.index] = await self._rollout(hooked, slot, sets[slot.index], narrator)
+            timings.rollout_ends[slot.index] = time.perf_counter()
+            timings.rollout_seconds[slot.index] = outcomes[slot.index].result.seconds
+
+        async with AsyncExitStack() as stack:
+            if narrator is not None:
+                await stack.enter_async_context(narrator)  # narrations still under way end here
+            async with AioPool(size=wide.concurrency or len(slots)) as pool:
+                await pool.map(one, slots)
+        missing = [s.index for s in slots if s.index not in outcomes]
+        if missing:
+            raise RuntimeError(f"rollouts {missing} of {task_id} ended without an outcome")
+        ordered = [outcomes[k] for k in sorted(outcomes)]
+        self.outcomes[task_id] = ordered
+        timings.judge_started = time.perf_counter()
+        selection = await self._select(run, builder, which, ordered, base_seed)
+        timings.selected = time.perf_counter()
+        self.selections[task_id] = selection
+        chosen = selection.chosen if selection is not None else None
+        result = TaskResult.from_scores(task_id, {o.index: o.score for o in ordered}, selected=chosen)
+        await asyncio.to_thread(run.task_dir.write_result, result)
+        return result
+
+    def _tell(self, task_id: str, k: int, status: str, model: str, attempt: int) -> None:
+        if self.watch is not None:
+            self.watch(task_id, k, status, model, attempt)
+
+    async def _rollout(self, run: TaskRun, slot: RolloutSlot, models: ModelSet,
+                       narrator: LiveNarrator | None) -> RolloutOutcome:
+        """Run rollout k, again on a fresh environment after a world failure."""
+        k, tries = slot.index, run.config.wide.max_retries + 1
+        outcome: RolloutOutcome | None = None
+        for attempt in range(1, tries + 1):
+            if narrator is not None and attempt > 1:
+                await narrator.restart(k)
+            self._tell(run.task.id, k, "starting", slot.entry.model, attempt)
+            env = await run.pool.acquire()
+            try:
+                self._tell(run.task.id, k, "running", slot.entry.model, attempt)
+                outcome = await run_rollout(run, k, env, seed=slot.seed, models=models)
+            except Exception as e:  # an unexpected failure of this rollout must not stop the others
+                _log.exception("rollout %s/%d failed", run.task.id, k)
+                reason = f"{type(e).__name__}: {e}"[:600]
+                outcome = RolloutOutcome(k, RolloutResult("errored", reason, 0, None, 0.0, 0.0), None)
+                await asyncio.to_thread(self._mark_errored, run, k, reason)
+            finally:
+                run.pool.release(env)  # a dead environment is replaced by the pool on its next loan
+            if attempt > 1:
+                await asyncio.to_thread(self._record_attempts, run, k, attempt)
+            self._tell(run.task.id, k, outcome.result.status, slot.entry.model, attempt)
+            if outcome.result.status not in WORLD_FAILURES:
+                break
+        assert outcome is not None
+        return outcome
+
+    @staticmethod
+    def _record_attempts(run: TaskRun, k: int, attempt: int) -> None:
+        rd = run.layout.rollout(run.task.id, k)
+        header = rd.read_info()
+        if header is not None:
+            rd.write_info(header.model_copy(update={"attempts": attempt}))
+
+    @staticmethod
+    def _mark_errored(run: TaskRun, k: int, reason: str) -> None:
+        rd = run.layout.rollout(run.task.id, k)
+        header = rd.read_info()
+        if header is not None and header.status == "running":
+            rd.finish("errored", reason)
+
+    async def _select(self, run: TaskRun, builder: NarrativeBuilder | None, which: str | None,
+                      outcomes: list[RolloutOutcome], seed: int) -> Selection | None:
+        """The judge's pick among rollouts that ended by the agent's doing (None: no judge)."""
+        if builder is None or which is None:
+            return None
+        finished = [o for o in outcomes if o.result.status in AGENT_OUTCOMES]
+        headers = await asyncio.to_thread(run.task_dir.headers)
+        candidates: list[Candidate] = [
+            await builder.candidate(o.index, ending=ending_of(headers.get(o.index))) for o in finished
+        ]
+        wide = run.config.wide
+        cfg = wide.judging if wide.judging.seed is not None else wide.judging.model_copy(update={"seed": seed})
+        judge = make_judge(which, builder.model, JudgeConfig.model_validate(cfg.model_dump()))
+        selection = await judge(run.task.instruction, candidates)
+
+        def store() -> None:
+            for k in builder.rollouts():
+                run.task_dir.write_narrative(builder.narrative(k))
+            run.task_dir.write_selection(selection)
+
+        await asyncio.to_thread(store)
+        return selection
