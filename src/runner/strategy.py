@@ -144,8 +144,14 @@ def _retry() -> Strategy:
     return RetryUntilSuccess()
 
 
+def _wide() -> Strategy:
+    from .wide import WideScaling  # built on this module's pieces, so imported late
+
+    return WideScaling()
+
+
 #: Strategy name → factory; the name is what ``strategy`` in the run configuration selects.
-STRATEGIES: dict[str, Callable[[], Strategy]] = {"single": SingleRollout, "retry": _retry}
+STRATEGIES: dict[str, Callable[[], Strategy]] = {"single": SingleRollout, "retry": _retry, "wide": _wide}
 
 
 async def run_tasks(
