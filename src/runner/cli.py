@@ -23,18 +23,21 @@ from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
 
 from .config import RunConfig, load_run_config
+from .critic_cli import register as register_critic_commands
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
 from .env_cli import app as env_app
 from .environments import open_pool
 from .models import ModelSet, build_models, worker_config
 from .progress import StepPrinter
-from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, TaskRun
+from .retry import RetryUntilSuccess, check_critic
+from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
 from .tasks import resolve_task
 
 __all__ = ["app"]
 
 app = typer.Typer(help="Test-time scaling runner for computer-use agents.", no_args_is_help=True)
 app.add_typer(env_app, name="env")
+register_critic_commands(app)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -73,13 +76,18 @@ def run(
     run_id: Annotated[str | None, typer.Option("--run-id", help="Name of the run folder (default: the time).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
     settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout) or retry (until the critic accepts).")] = None,
+    attempts: Annotated[int | None, typer.Option("--attempts", min=1, help="With --strategy retry: rollouts at most.")] = None,
+    critic: Annotated[str | None, typer.Option("--critic", help="With --strategy retry: themis, lastk or sequential.")] = None,
+    critic_model: Annotated[str | None, typer.Option("--critic-model", help="The critic's model as provider/model (default: the policy's).")] = None,
 ) -> None:
     """Run one task: set it up, run a rollout with live progress, evaluate, report."""
     console = Console(highlight=False)
     given = _overrides(
         policy__model=model, policy__base_url=base_url, environment__kind=env, environment__url=url,
         environment__token=token, out_dir=str(out) if out else None, run_id=run_id,
-        rollout__max_steps=max_steps, rollout__settle_seconds=settle,
+        rollout__max_steps=max_steps, rollout__settle_seconds=settle, strategy=strategy,
+        critic__attempts=attempts, critic__name=critic, critic__model__model=critic_model,
     )  # fmt: skip
     try:
         cfg = load_run_config([*(config or []), given])
@@ -90,6 +98,7 @@ def run(
         rid = check_name("run id", cfg.run_id or _new_run_id())
         if cfg.environment.kind == "osworld" and not cfg.environment.url:
             raise EnvError("--env osworld needs the server's address: pass --url http://HOST:PORT")
+        check_critic(cfg)
     except (ConfigError, EnvError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
     layout = RunLayout(cfg.out_dir, rid)
@@ -118,6 +127,7 @@ def run(
 async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, ledger: Ledger,
                console: Console) -> RolloutOutcome:
     hide = (str(cfg.out_dir.resolve()),)
+    strategy: Strategy | None = None
     try:
         async with open_pool(cfg.environment, hide=hide) as pool:
             # Record the worker as this environment runs it (platform, facts, how apps open).
@@ -126,13 +136,18 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             pool.release(env)
             await asyncio.to_thread(layout.write_config, dump_config(shown))
             strategy = STRATEGIES[cfg.strategy]()
-            assert isinstance(strategy, SingleRollout)
+            assert isinstance(strategy, SingleRollout | RetryUntilSuccess)
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[StepPrinter(console)])
             with console.status(f"running {task.id} ...", spinner="dots"):
                 await strategy(run)
+            if isinstance(strategy, RetryUntilSuccess):
+                for attempt in strategy.history[task.id]:
+                    console.print(f"[bold]retry[/bold] {escape(attempt.describe())}")
             return strategy.outcomes[task.id]
     finally:
+        if isinstance(strategy, RetryUntilSuccess):
+            await strategy.aclose()
         await models.aclose()
 
 

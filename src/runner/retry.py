@@ -16,19 +16,23 @@ pluggable (`RolloutStep`, by default `run_rollout`), so a guided rollout can be 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from core.llm import ChatModel, Ledger
+from core.llm.provider import provider_class, split_name
 from core.protocols import Environment
 from core.trajectory import Selection, TaskResult
-from themis import Verdict, grade_rollout, make_critic
+from themis import CRITICS, Verdict, grade_rollout, make_critic
 
 from .config import CriticConfig, ModelConfig, RunConfig
 from .strategy import RolloutOutcome, TaskRun, run_rollout
 
-__all__ = ["Attempt", "RetryUntilSuccess", "RolloutStep", "critic_model"]
+__all__ = ["Attempt", "RetryUntilSuccess", "RolloutStep", "check_critic", "critic_model"]
 
 #: Ledger module of the critic's calls (what `themis` writes).
 CRITIC_MODULE = "critic"
@@ -77,6 +81,28 @@ def critic_model(cfg: ModelConfig, ledger: Ledger) -> ChatModel:
         max_connections=cfg.max_connections,
         config=cfg.generate,
     )
+
+
+def check_critic(cfg: RunConfig) -> None:
+    """Refuse, before any desktop starts, a ``retry`` run whose critic cannot work: a
+    scripted policy standing in as critic, bad options, or a missing API key."""
+    if cfg.strategy != "retry":
+        return
+    section = cfg.critic
+    if section.model is None and cfg.policy.model.startswith("scripted/"):
+        raise ValueError("a scripted policy cannot judge rollouts: name the critic's model with --critic-model provider/model")
+    _, options_model = CRITICS[section.name]
+    try:
+        options_model(**section.options)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"critic.options.{where}: {first['msg']} (options: {', '.join(options_model.model_fields)})") from None
+    model = section.model or cfg.policy
+    api = provider_class(split_name(model.model)[0])
+    variable = getattr(api, "key_variable", None)
+    if getattr(api, "key_required", False) and variable and model.api_key is None and not os.environ.get(variable):
+        raise ValueError(f"the critic's model {model.model} needs an API key: set {variable}")
 
 
 @dataclass

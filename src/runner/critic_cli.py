@@ -1,0 +1,285 @@
+"""``agent-s3 critic``, ``filter`` and ``critic-bench``: outcome critics over finished runs.
+
+``critic RUN_DIR`` grades every finished rollout, saves each deliberation beside it
+(``critic-<name>.json``), prints one line per rollout and, where the evaluators scored the
+rollouts, how often the critic agrees with them. ``filter RUN_DIR --out DIR`` copies the
+rollouts the critic accepts into a run folder of their own. ``critic-bench LABELS.jsonl``
+scores critics (and verdicts recorded elsewhere) against ground-truth labels; with
+``--labels-from RUN_DIR --write LABELS.jsonl`` it first makes such labels from a run's
+evaluator scores. Critic calls go to the run's ``ledger.jsonl`` (module ``critic``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from core.atomic import write_text_atomic
+from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
+from core.trajectory import RunLayout
+from themis import (
+    CRITICS,
+    BenchResult,
+    Critic,
+    Graded,
+    LabelEntry,
+    bench_critic,
+    export_accepted,
+    grade_many,
+    labels_from_run,
+    load_labels,
+    load_predictions,
+    make_critic,
+    render_table,
+    results_json,
+    run_items,
+    score_predictions,
+)
+
+from .config import ModelConfig
+from .retry import critic_model
+
+__all__ = ["agreement", "critic_rows", "register"]
+
+_REASON_CHARS = 100
+CriticName = Annotated[str, typer.Option("--critic", help=f"Which critic: {', '.join(CRITICS)}.")]
+ModelName = Annotated[str | None, typer.Option("--model", "-m", help="The critic's model as provider/model "
+                                               "(default: the run's critic or policy model).")]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Endpoint of the critic model's server.")]
+Concurrency = Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Rollouts graded at once.")]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+def _layout(run_dir: Path) -> RunLayout:
+    if not run_dir.is_dir():
+        raise _fail(f"{run_dir} is not a run folder: give the folder a run wrote (runs/<run_id>)")
+    run_dir = run_dir.resolve()
+    return RunLayout(run_dir.parent, run_dir.name)
+
+
+def _run_model(layout: RunLayout, model: str | None, base_url: str | None) -> ModelConfig:
+    """The critic's model: as given, else the one the run's configuration names."""
+    if model is not None:
+        return ModelConfig(model=model, base_url=base_url)
+    cfg = layout.read_config() or {}
+    for section in ((cfg.get("critic") or {}).get("model"), cfg.get("policy")):
+        if isinstance(section, dict) and isinstance(section.get("model"), str):
+            if section["model"].startswith("scripted/"):
+                break  # a scripted policy cannot judge anything
+            return ModelConfig(model=section["model"], base_url=base_url or section.get("base_url"))
+    raise _fail("name the critic's model with --model provider/model (the run's configuration names none usable)")
+
+
+def _make(name: str, cfg: ModelConfig, ledger: Ledger, **tags: str) -> tuple[Critic, ChatModel]:
+    try:
+        model = critic_model(cfg, ledger)
+    except MissingAPIKeyError as e:
+        raise _fail(f"the critic's model {cfg.model} needs an API key: set {e.variable}") from None
+    except UnknownProviderError as e:
+        raise _fail(str(e)) from None
+    try:
+        return make_critic(name, model.with_tags(**tags) if tags else model), model
+    except ValueError as e:
+        raise _fail(str(e)) from None
+
+
+def _grade(layout: RunLayout, name: str, cfg: ModelConfig, *, concurrency: int, reuse: bool) -> list[Graded]:
+    try:
+        items = run_items(layout)
+    except FileNotFoundError as e:
+        raise _fail(str(e)) from None
+    if not items:
+        raise _fail(f"{layout.path} holds no finished rollout to grade")
+    critic, model = _make(name, cfg, Ledger(layout.ledger_path), run=layout.run_id)
+
+    async def go() -> list[Graded]:
+        try:
+            return await grade_many(critic, items, concurrency=concurrency, reuse=reuse)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 3] + "..."
+
+
+def critic_rows(layout: RunLayout, graded: list[Graded]) -> list[tuple[str, str, str, str]]:
+    """(rollout, evaluator score, reward, reason) per graded rollout."""
+    headers = layout.headers()
+    rows = []
+    for g in graded:
+        task_id, _, name = g.key.partition("/")
+        k = int(name.rsplit("-", 1)[-1])
+        info = headers.get(task_id, {}).get(k)
+        score = "—" if info is None or info.score is None else f"{info.score:g}"
+        if g.verdict is None:
+            rows.append((g.key, score, "error", _short(g.error or "grading failed")))
+        else:
+            rows.append((g.key, score, str(g.verdict.reward), _short(g.verdict.reason)))
+    return rows
+
+
+def agreement(layout: RunLayout, graded: list[Graded], *, threshold: float = 1.0) -> tuple[int, int]:
+    """(agreeing, compared): rollouts with an evaluator score and a verdict, and how many
+    of them the critic judged as the evaluator did (success = score at the threshold)."""
+    headers = layout.headers()
+    agree = total = 0
+    for g in graded:
+        task_id, _, name = g.key.partition("/")
+        info = headers.get(task_id, {}).get(int(name.rsplit("-", 1)[-1]))
+        if g.verdict is None or info is None or info.score is None:
+            continue
+        total += 1
+        agree += int(g.verdict.reward == (1 if info.score >= threshold - 1e-9 else 0))
+    return agree, total
+
+
+def _table(rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> str:
+    every = [header, *rows]
+    widths = [max(len(r[i]) for r in every) for i in range(len(header) - 1)]
+    return "\n".join("  ".join([*(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)), r[-1]]) for r in every)
+
+
+def critic(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (runs/<run_id>).")],
+    name: CriticName = "themis",
+    model: ModelName = None,
+    base_url: BaseUrl = None,
+    concurrency: Concurrency = 4,
+    reuse: Annotated[bool, typer.Option("--reuse", help="Keep verdicts this critic already saved.")] = False,
+) -> None:
+    """Grade a run's finished rollouts; save each deliberation beside its trajectory."""
+    layout = _layout(run_dir)
+    graded = _grade(layout, name, _run_model(layout, model, base_url), concurrency=concurrency, reuse=reuse)
+    typer.echo(_table(critic_rows(layout, graded), ("rollout", "score", "reward", "reason")))
+    accepted = sum(g.accepted for g in graded)
+    failed = sum(g.verdict is None for g in graded)
+    typer.echo(f"{name}: accepted {accepted} of {len(graded)}" + (f", {failed} could not be graded" if failed else ""))
+    agree, total = agreement(layout, graded)
+    if total:
+        typer.echo(f"agreement with the evaluators: {agree} of {total} ({100 * agree / total:.1f}%)")
+    typer.echo(f"verdicts saved as critic-{name}.json in each rollout folder of {layout.path}")
+
+
+def filter_run(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (runs/<run_id>).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder to write the accepted rollouts to.")],
+    name: CriticName = "themis",
+    model: ModelName = None,
+    base_url: BaseUrl = None,
+    concurrency: Concurrency = 4,
+    regrade: Annotated[bool, typer.Option("--regrade", help="Grade again even where this critic's verdict is saved.")] = False,
+) -> None:
+    """Export the rollouts the critic accepts as a run folder of their own."""
+    layout = _layout(run_dir)
+    if out.resolve() == layout.path or layout.path in out.resolve().parents:
+        raise _fail(f"--out {out} is inside the run folder; choose a folder outside {layout.path}")
+    graded = _grade(layout, name, _run_model(layout, model, base_url), concurrency=concurrency, reuse=not regrade)
+    out_layout = RunLayout(out.resolve().parent, out.resolve().name)
+    out_layout.path.mkdir(parents=True, exist_ok=True)
+    written = asyncio.run(export_accepted(graded, out_layout))
+    if layout.config_path.is_file() and not out_layout.config_path.exists():
+        shutil.copy2(layout.config_path, out_layout.config_path)
+    for g in graded:
+        if g.verdict is None:
+            typer.echo(f"{g.key}: could not be graded: {_short(g.error or '')}")
+    typer.echo(f"{name}: exported {len(written)} of {len(graded)} rollouts to {out_layout.path}")
+
+
+def _write_labels(path: Path, labels: list[LabelEntry]) -> None:
+    lines = [entry.model_dump_json(exclude_none=True) for entry in labels]
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
+
+
+def critic_bench(
+    labels: Annotated[Path | None, typer.Argument(help="Labels JSONL (id, label, platform, rollout).")] = None,
+    names: Annotated[list[str] | None, typer.Option("--critic", help=f"A critic to run: {', '.join(CRITICS)}; repeatable.")] = None,
+    predictions: Annotated[list[Path] | None, typer.Option("--predictions", help="Verdicts recorded elsewhere (id -> 0/1); repeatable.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="The critics' model as provider/model.")] = None,
+    base_url: BaseUrl = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON here.")] = None,
+    labels_from: Annotated[Path | None, typer.Option("--labels-from", help="Make labels from a run's evaluator scores.")] = None,
+    write: Annotated[Path | None, typer.Option("--write", help="With --labels-from: the labels file to write.")] = None,
+    concurrency: Concurrency = 4,
+) -> None:
+    """Accuracy, precision, recall and F1 against labels, overall and per platform.
+
+    Scores each --critic (run on the labelled rollouts) and each --predictions file."""
+    entries = _labels(labels, labels_from, write)
+    if not names and not predictions:
+        if write is not None:
+            return  # only asked to write labels
+        raise _fail("name a critic with --critic or a verdicts file with --predictions")
+    results: list[BenchResult] = []
+    for path in predictions or []:
+        try:
+            results.append(score_predictions(path.stem, entries, load_predictions(path)))
+        except (OSError, ValueError) as e:
+            raise _fail(str(e)) from None
+    if names:
+        if model is None:
+            raise _fail("name the critics' model with --model provider/model")
+        results = [*_bench(names, ModelConfig(model=model, base_url=base_url), entries, concurrency), *results]
+    typer.echo(render_table(results))
+    if json_out is not None:
+        write_text_atomic(json_out, json.dumps(results_json(results), indent=2) + "\n")
+        typer.echo(f"results written to {json_out}")
+
+
+def _labels(labels: Path | None, labels_from: Path | None, write: Path | None) -> list[LabelEntry]:
+    """The labelled set: read from a file, or made from a run (and written, with --write)."""
+    if labels_from is not None:
+        if labels is not None:
+            raise _fail("give either a labels file or --labels-from RUN_DIR, not both")
+        entries = labels_from_run(_layout(labels_from))
+        if not entries:
+            raise _fail(f"no rollout of {labels_from} has an evaluator score to make a label from")
+        if write is not None:
+            _write_labels(write, entries)
+            typer.echo(f"{len(entries)} labels ({sum(e.label for e in entries)} successes) written to {write}")
+        return entries
+    if write is not None:
+        raise _fail("--write goes with --labels-from RUN_DIR")
+    if labels is None:
+        raise _fail("give a labels file (LABELS.jsonl) or --labels-from RUN_DIR --write LABELS.jsonl")
+    try:
+        entries = load_labels(labels)
+    except (OSError, ValueError) as e:
+        raise _fail(str(e)) from None
+    if not entries:
+        raise _fail(f"{labels} holds no labelled trajectory")
+    return entries
+
+
+def _bench(names: list[str], cfg: ModelConfig, entries: list[LabelEntry], concurrency: int) -> list[BenchResult]:
+    ledger = Ledger()  # labelled trajectories may come from many runs: no one run's ledger
+    made = [_make(name, cfg, ledger) for name in dict.fromkeys(names)]
+
+    async def go() -> list[BenchResult]:
+        try:
+            return [await bench_critic(c, entries, concurrency=concurrency) for c, _ in made]
+        finally:
+            for _, m in made:
+                await m.aclose()
+
+    return asyncio.run(go())
+
+
+def register(app: typer.Typer) -> None:
+    """Add the three commands to the ``agent-s3`` app."""
+    app.command("critic")(critic)
+    app.command("filter")(filter_run)
+    app.command("critic-bench")(critic_bench)
