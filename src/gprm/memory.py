@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Literal
 
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, TextPart
 from gprm.history import HistoryStep, history_lines
@@ -77,7 +78,7 @@ class DynamicMemory:
             reply = await self.model.generate(self._retrieval_messages(goal, lines, screenshot),
                                               module=MODULE, config=self.config)
             keep = validate_retrieval(parse_list(reply.text), n)
-            how = "model"
+            how: Literal["model", "fallback"] = "model"
         except (ReplyError, ModelCallError) as e:
             keep, how, problem = min(self.fallback_recent, n), "fallback", str(e)[:500]
         early = n - keep

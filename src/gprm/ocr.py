@@ -92,7 +92,7 @@ class RapidOcrEngine:
         with self._lock:
             result = self._engine(np.ascontiguousarray(array))
         out: list[Word] = []
-        for line_no, line in enumerate(result.word_results or ()):
+        for line_no, line in enumerate(getattr(result, "word_results", None) or ()):
             for item in line:
                 if not isinstance(item, tuple | list) or len(item) != 3:
                     continue  # an empty result row

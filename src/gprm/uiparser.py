@@ -34,7 +34,7 @@ from gprm.controls import (
     merge_elements,
     read_labels,
 )
-from gprm.elements import ParsedScreen, UIElement, draw_marks
+from gprm.elements import ElementType, ParsedScreen, UIElement, draw_marks
 from gprm.ocr import OcrBackend, OcrEngine, OcrUnavailableError, Word, make_ocr, phrases
 from gprm.rereading import WordMemo
 
@@ -46,7 +46,8 @@ class ParserError(RuntimeError):
 
 
 class UIParser(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def parse(self, screenshot: bytes) -> ParsedScreen: ...
 
@@ -144,7 +145,7 @@ def _element(i: int, raw: Any, width: int, height: int) -> UIElement:
     x1, y1, x2, y2 = (float(v) for v in bbox)
     if max(x1, y1, x2, y2) <= 1.0:  # ratios, as OmniParser sends them
         x1, x2, y1, y2 = x1 * width, x2 * width, y1 * height, y2 * height
-    kind = "icon" if raw.get("type") == "icon" else "text"
+    kind: ElementType = "icon" if raw.get("type") == "icon" else "text"
     return UIElement(id=i, type=kind, box=(round(x1), round(y1), round(x2), round(y2)),
                      content=str(raw.get("content") or ""), interactivity=bool(raw.get("interactivity")),
                      source=f"omniparser:{raw.get('source') or kind}")
