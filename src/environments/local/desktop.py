@@ -22,6 +22,7 @@ from core.protocols import EnvError, EnvironmentLost
 from .interpreter import server_python
 from .procs import DESKTOP_MARKER, POOL_MARKER, alive, cmdline, kill_pids, marked_processes, pss_kib, spawn
 from .snapshot import SnapshotSpec, ensure_template, restore_home, snapshot_spec
+from .sweep import HOME_PREFIX, RUN_PREFIX
 from .x11 import center_pointer, wait_for_window, wait_for_wm
 from .xserver import start_xvfb
 
@@ -95,8 +96,8 @@ class LocalDesktop:
         self.marker = f"{name}-{uuid.uuid4().hex[:8]}"
         self.base_dir = Path(base_dir)
         self.dir = self.base_dir / "desktops" / name
-        self.home = Path(config.home_root) / f"agent-s3-home-{self.marker}"
-        self.run_dir = Path(config.home_root) / f"agent-s3-run-{self.marker}"
+        self.home = Path(config.home_root) / f"{HOME_PREFIX}{self.marker}"
+        self.run_dir = Path(config.home_root) / f"{RUN_PREFIX}{self.marker}"
         self.spec = snapshot_spec(config.snapshot)
         self._template: Path | None = None
         self._procs: _Procs | None = None

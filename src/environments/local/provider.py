@@ -23,6 +23,7 @@ from core.protocols import EnvError, Environment
 from .desktop import DesktopConfig, LocalDesktop
 from .environment import LocalEnvironment
 from .spawner import run_blocking
+from .sweep import sweep_stale
 from .watchdog import start_watchdog
 
 __all__ = ["EnvironmentFactory", "LocalProvider", "default_base_dir"]
@@ -113,6 +114,7 @@ class LocalProvider:
         """Start every desktop in parallel; on any failure close the ones that did start."""
         _install_handlers()
         self.base_dir.mkdir(parents=True, exist_ok=True)
+        await run_blocking(lambda: sweep_stale(Path(self.config.home_root), self.base_dir))
         if self._want_watchdog and self._watchdog is None:
             self._watchdog = start_watchdog(self.pool_id, self.base_dir / "desktops")
         self._idle = asyncio.Queue()

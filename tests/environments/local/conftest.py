@@ -20,6 +20,7 @@ from core.protocols import Environment
 from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
 from environments.local.server_env import server_environment
 from environments.local.spawner import run_all
+from environments.local.sweep import sweep_stale
 
 FAKE_KEY = "sk-fake-" + uuid.uuid4().hex
 _NEEDS = ("Xvfb", "openbox", "mousepad", "dbus-daemon", "bwrap", "xdotool", "xprop", "setpriv")
@@ -59,6 +60,7 @@ def shared_desktops(env_base_dir: Path, runs_dir: Path) -> Iterator[list[LocalDe
     previous = os.environ.get("OPENAI_API_KEY")
     os.environ["OPENAI_API_KEY"] = FAKE_KEY
     config = DesktopConfig(snapshot="mousepad", sandbox_hide=(str(runs_dir),))
+    sweep_stale(Path(config.home_root))
     desktops = [LocalDesktop(f"shared-{i}", env_base_dir, config, pool="tests-shared") for i in (1, 2)]
     try:
         run_all([d.start for d in desktops])

@@ -83,3 +83,19 @@ def test_owner_death_leaves_no_process_behind(sig: signal.Signals, env_base_dir:
         if owner.poll() is None:
             owner.kill()
             owner.wait()
+
+
+def test_sweep_removes_only_folders_of_dead_desktops(tmp_path: Path, shared_desktops: list) -> None:
+    from environments.local.sweep import HOME_PREFIX, RUN_PREFIX, sweep_stale
+
+    live_marker = shared_desktops[0].marker
+    dead = [tmp_path / f"{HOME_PREFIX}gone-1234abcd", tmp_path / f"{RUN_PREFIX}gone-1234abcd"]
+    kept = [tmp_path / f"{HOME_PREFIX}{live_marker}", tmp_path / f"{HOME_PREFIX}young-5678abcd"]
+    for folder in dead + kept:
+        (folder / "sub").mkdir(parents=True)
+    old = time.time() - 3600
+    for folder in [*dead, kept[0]]:
+        os.utime(folder, (old, old))
+    removed = sweep_stale(tmp_path)
+    assert sorted(removed) == sorted(dead)
+    assert all(not p.exists() for p in dead) and all(p.exists() for p in kept)
