@@ -80,7 +80,7 @@ def desktop_window() -> bytes | None:
     os.close(read)
     display = ":" + number.decode().strip()
     env = {**os.environ, "DISPLAY": display, "HOME": str(folder), "NO_AT_BRIDGE": "1"}
-    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    env["DBUS_SESSION_BUS_ADDRESS"] = "disabled:"  # no session bus, and none autolaunched
     editor = subprocess.Popen(["mousepad", "--disable-server", str(file)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -31,7 +31,7 @@ def desktop_shot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopSh
     xvfb, display = start_xvfb(size)
     env = {**os.environ, "DISPLAY": display, "HOME": str(folder), "XDG_CONFIG_HOME": str(folder / "config"),
            "NO_AT_BRIDGE": "1"}
-    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    env["DBUS_SESSION_BUS_ADDRESS"] = "disabled:"  # no session bus, and none autolaunched
     editor = subprocess.Popen(["mousepad", "--disable-server", str(file)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
