@@ -18,8 +18,8 @@ from typing import Annotated
 
 import typer
 
-from environments.local import default_base_dir
-from environments.local.host import host_records, hosts_dir, request_stop
+from environments.local import DesktopInfo, default_base_dir
+from environments.local.host import HostRecord, host_records, hosts_dir, request_stop
 from environments.local.procs import alive, marked_processes
 from environments.local.snapshot import SNAPSHOTS
 from environments.local.watchdog import reap_pool
@@ -47,19 +47,18 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(code=1)
 
 
-def _desktops(base: Path) -> list[tuple[dict[str, object], dict[str, object]]]:
+def _desktops(base: Path) -> list[tuple[HostRecord, DesktopInfo]]:
     """(host record, desktop) pairs of every live host."""
-    return [(rec, d) for rec in host_records(base) for d in rec["desktops"]]  # type: ignore[union-attr]
+    return [(rec, d) for rec in host_records(base) for d in rec.desktops]
 
 
-def _health(desktop: dict[str, object]) -> str:
-    if not alive(int(desktop["pid"])):  # type: ignore[arg-type]
+def _health(desktop: DesktopInfo) -> str:
+    if not alive(desktop.pid):
         return "dead: X server gone"
-    port = desktop.get("port")
-    if port is None:
+    if desktop.port is None:
         return "ok (no server)"
     try:
-        with socket.create_connection(("127.0.0.1", int(port)), timeout=1.0):  # type: ignore[arg-type]
+        with socket.create_connection(("127.0.0.1", desktop.port), timeout=1.0):
             return "ok"
     except OSError:
         return "dead: server not answering"
@@ -89,11 +88,11 @@ def up(
         )  # fmt: skip
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        mine = [r for r in host_records(base) if r["host_pid"] == host.pid]
+        mine = [r for r in host_records(base) if r.host_pid == host.pid]
         if mine:
             log.unlink(missing_ok=True)
-            for d in mine[0]["desktops"]:  # type: ignore[union-attr]
-                typer.echo(f"{d['name']}\tdisplay {d['display']}\tport {d['port']}")
+            for d in mine[0].desktops:
+                typer.echo(f"{d.name}\tdisplay {d.display}\tport {d.port}")
             return
         if host.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
@@ -112,7 +111,7 @@ def list_desktops(base_dir: BaseDir = None) -> None:
         return
     typer.echo("NAME\tDISPLAY\tPORT\tPID\tHEALTH")
     for _, d in rows:
-        typer.echo(f"{d['name']}\t{d['display']}\t{d['port']}\t{d['pid']}\t{_health(d)}")
+        typer.echo(f"{d.name}\t{d.display}\t{d.port}\t{d.pid}\t{_health(d)}")
 
 
 @app.command()
@@ -122,16 +121,16 @@ def screenshot(
     base_dir: BaseDir = None,
 ) -> None:
     """Save a PNG of a desktop's screen (through its controller server)."""
-    found = [d for _, d in _desktops(_base(base_dir)) if d["name"] == name]
+    found = [d for _, d in _desktops(_base(base_dir)) if d.name == name]
     if not found:
         raise _fail(f"no running desktop named {name!r}; see `agent-s3 env ls`")
     desktop = found[0]
-    if desktop.get("port") is None or desktop.get("token_file") is None:
+    url, token = desktop.base_url, desktop.token()
+    if url is None or token is None:
         raise _fail(f"desktop {name} runs no controller server")
-    token = Path(str(desktop["token_file"])).read_text().strip()
 
     async def grab() -> bytes:
-        async with OSWorldClient(f"http://127.0.0.1:{desktop['port']}", token=token) as client:
+        async with OSWorldClient(url, token=token) as client:
             return await client.screenshot()
 
     try:
@@ -154,27 +153,28 @@ def down(
         raise _fail("name one desktop or pass --all")
     base = _base(base_dir)
     records = host_records(base)
+    targets: list[tuple[HostRecord, str | None]]
     if all_:
         targets = [(rec, None) for rec in records]
     else:
-        owners = [rec for rec in records if any(d["name"] == name for d in rec["desktops"])]  # type: ignore[union-attr]
+        owners = [rec for rec in records if any(d.name == name for d in rec.desktops)]
         if not owners:
             raise _fail(f"no running desktop named {name!r}; see `agent-s3 env ls`")
         targets = [(owners[0], name)]
     for rec, one in targets:
         _stop(base, rec, one, timeout)
-        typer.echo(f"stopped {one or 'all desktops of pool ' + str(rec['pool'])}")
+        typer.echo(f"stopped {one or 'all desktops of pool ' + rec.pool}")
 
 
-def _stop(base: Path, rec: dict[str, object], name: str | None, timeout: float) -> None:
-    pool, pid = str(rec["pool"]), int(rec["host_pid"])  # type: ignore[call-overload]
-    desktops = [d for d in rec["desktops"] if name is None or d["name"] == name]  # type: ignore[union-attr]
-    if name is not None and len(rec["desktops"]) > 1:  # type: ignore[arg-type]
+def _stop(base: Path, rec: HostRecord, name: str | None, timeout: float) -> None:
+    pool, pid = rec.pool, rec.host_pid
+    desktops = [d for d in rec.desktops if name is None or d.name == name]
+    if name is not None and len(rec.desktops) > 1:
         request_stop(base, pool, name)
-        markers = {str(d["marker"]) for d in desktops}
+        markers = {d.marker for d in desktops}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            listed = any(d["name"] == name for r in host_records(base) for d in r["desktops"])  # type: ignore[union-attr]
+            listed = any(d.name == name for r in host_records(base) for d in r.desktops)
             if not listed and not any(marked_processes(desktop=m) for m in markers):
                 return
             time.sleep(0.1)
@@ -192,4 +192,4 @@ def _stop(base: Path, rec: dict[str, object], name: str | None, timeout: float) 
     if alive(pid):
         os.kill(pid, signal.SIGKILL)
     reap_pool(pool, base / "desktops")
-    Path(str(rec.get("state_file", ""))).unlink(missing_ok=True)
+    rec.state_file.unlink(missing_ok=True)

@@ -16,15 +16,23 @@ import contextlib
 import json
 import os
 import signal
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .desktop import DesktopConfig
+from .desktop import DesktopConfig, DesktopInfo
 from .provider import LocalProvider
 
 __all__ = ["HostRecord", "host_records", "hosts_dir", "main", "request_stop"]
 
-HostRecord = dict[str, object]
+
+@dataclass(frozen=True, slots=True)
+class HostRecord:
+    """A live host process and the desktops it owns, as recorded in its state file."""
+
+    pool: str
+    host_pid: int
+    state_file: Path
+    desktops: list[DesktopInfo]
 
 
 def hosts_dir(base_dir: Path) -> Path:
@@ -51,14 +59,18 @@ def host_records(base_dir: Path) -> list[HostRecord]:
         return records
     for path in sorted(folder.glob("*.json")):
         try:
-            record = json.loads(path.read_text())
-            pid = int(record["host_pid"])
+            raw = json.loads(path.read_text())
+            record = HostRecord(
+                pool=str(raw["pool"]),
+                host_pid=int(raw["host_pid"]),
+                state_file=path,
+                desktops=[DesktopInfo(**d) for d in raw["desktops"]],
+            )
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if not _pid_alive(pid):
+        if not _pid_alive(record.host_pid):
             path.unlink(missing_ok=True)
             continue
-        record["state_file"] = str(path)
         records.append(record)
     return records
 

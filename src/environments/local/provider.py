@@ -12,6 +12,7 @@ import asyncio
 import atexit
 import os
 import signal
+import subprocess
 import threading
 import uuid
 from collections.abc import Callable
@@ -94,7 +95,7 @@ class LocalProvider:
         self.pool_id = uuid.uuid4().hex[:12]
         self._factory = factory or _default_factory
         self._want_watchdog = watchdog
-        self._watchdog = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
         self._envs: dict[str, LocalEnvironment] = {}
         self._idle: asyncio.Queue[LocalEnvironment] | None = None
         self._counter = 0

@@ -21,9 +21,9 @@ def test_up_ls_screenshot_down(env_base_dir: Path, tmp_path: Path, shared_deskto
     result = cli.invoke(app, ["up", "-n", "2", *args])
     assert result.exit_code == 0, result.output
     records = host_records(base)
-    pools = [str(r["pool"]) for r in records]
+    pools = [r.pool for r in records]
     try:
-        names = [d["name"] for r in records for d in r["desktops"]]
+        names = [d.name for r in records for d in r.desktops]
         assert len(names) == 2
         listing = cli.invoke(app, ["ls", *args])
         assert listing.exit_code == 0
