@@ -23,6 +23,17 @@ def _env() -> Environment:
     )
 
 
+#: Platform names (as the prompts show them) whose screens are phones.
+_MOBILE = frozenset({"Android"})
+
+
+@cache
+def _names() -> frozenset[str]:
+    return frozenset(_env().list_templates())
+
+
 def render(template: str, **values: Any) -> str:
-    """Render `prompts/<template>.j2` with `values`."""
+    """Render `prompts/<template>.j2` with `values`; on a phone, `<template>_mobile.j2` if it exists."""
+    if values.get("platform_name") in _MOBILE and f"{template}_mobile.j2" in _names():
+        template = f"{template}_mobile"
     return _env().get_template(f"{template}.j2").render(**values).strip()
