@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,44 +20,62 @@ def rendered() -> RenderedScreen:
     return render_screen()
 
 
+@dataclass(frozen=True)
+class LiveDesktop:
+    """An Xvfb display with mousepad open on a file of known text."""
+
+    display: str
+    env: dict[str, str]
+    window: str
+    file: Path
+
+    def screenshot(self) -> bytes:
+        buf = io.BytesIO()
+        grab(self.display).save(buf, "PNG")
+        return buf.getvalue()
+
+    def xdotool(self, *args: str) -> None:
+        subprocess.run(["xdotool", *args], env=self.env, check=True, capture_output=True, timeout=30)
+
+
 @pytest.fixture(scope="module")
-def desktop_shot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopShot]:
-    """A 1280×800 Xvfb screen showing mousepad with a file of known text, captured by mss."""
-    if not (shutil.which("Xvfb") and shutil.which("mousepad")):
-        pytest.skip("Xvfb and mousepad are needed for desktop tests")
-    size = (1280, 800)
+def live_desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDesktop]:
+    """A 1280×800 Xvfb screen showing mousepad with a file of known text."""
+    if not (shutil.which("Xvfb") and shutil.which("mousepad") and shutil.which("xdotool")):
+        pytest.skip("Xvfb, mousepad and xdotool are needed for desktop tests")
     folder: Path = tmp_path_factory.mktemp("mousepad")
     file = folder / "notes.txt"
     file.write_text("\n".join(EDITOR_TEXT) + "\n")
-    xvfb, display = start_xvfb(size)
+    xvfb, display = start_xvfb((1280, 800))
     env = {**os.environ, "DISPLAY": display, "HOME": str(folder), "XDG_CONFIG_HOME": str(folder / "config"),
-           "NO_AT_BRIDGE": "1"}
-    env["DBUS_SESSION_BUS_ADDRESS"] = "disabled:"  # no session bus, and none autolaunched
+           "NO_AT_BRIDGE": "1", "DBUS_SESSION_BUS_ADDRESS": "disabled:"}  # no bus, none autolaunched
     editor = subprocess.Popen(["mousepad", "--disable-server", str(file)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
-        found = False
-        while time.monotonic() < deadline and not found:
+        window = ""
+        while time.monotonic() < deadline and not window:
             time.sleep(0.3)
             probe = subprocess.run(["xdotool", "search", "--name", "notes.txt"], env=env,
                                    capture_output=True, check=False)
-            found = probe.returncode == 0 and bool(probe.stdout.strip())
-        if not found:
+            window = probe.stdout.decode().split("\n")[0].strip() if probe.returncode == 0 else ""
+        if not window:
             raise RuntimeError("mousepad did not open a window")
         time.sleep(1.0)  # let it paint
-        img = grab(display)
-        buf = io.BytesIO()
-        img.save(buf, "PNG")
-        yield DesktopShot(buf.getvalue(), img.size, EDITOR_TEXT)
+        yield LiveDesktop(display, env, window, file)
     finally:
-        editor.terminate()
-        try:
-            editor.wait(5)
-        except subprocess.TimeoutExpired:
-            editor.kill()
-        xvfb.terminate()
-        try:
-            xvfb.wait(5)
-        except subprocess.TimeoutExpired:
-            xvfb.kill()
+        for proc in (editor, xvfb):
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.fixture(scope="module")
+def desktop_shot(live_desktop: LiveDesktop) -> DesktopShot:
+    """The desktop as it first appears, captured by mss."""
+    png = live_desktop.screenshot()
+    from core.images import decode_png
+
+    return DesktopShot(png, decode_png(png).size, EDITOR_TEXT)
