@@ -20,7 +20,19 @@ from pathlib import Path
 from core.protocols import EnvError, EnvironmentLost
 
 from .interpreter import server_python
-from .procs import DESKTOP_MARKER, POOL_MARKER, alive, cmdline, kill_pids, marked_processes, pss_kib, spawn
+from .procs import (
+    DESKTOP_MARKER,
+    POOL_MARKER,
+    ProcInfo,
+    alive,
+    cmdline,
+    kill_pids,
+    marked_processes,
+    pss_kib,
+    reap,
+    spawn,
+    wait_until,
+)
 from .snapshot import SnapshotSpec, ensure_template, restore_home, snapshot_spec
 from .sweep import HOME_PREFIX, RUN_PREFIX
 from .x11 import center_pointer, wait_for_window, wait_for_wm
@@ -168,7 +180,7 @@ class LocalDesktop:
             kill_pids([p.pid for p in found])
         if procs is not None:
             for p in [procs.xvfb, *procs.infra.values(), *procs.apps]:
-                _reap(p)
+                reap(p)
         shutil.rmtree(self.home, ignore_errors=True)
         shutil.rmtree(self.run_dir, ignore_errors=True)
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -211,7 +223,7 @@ class LocalDesktop:
             kill_pids(apps)
         if self._procs is not None:
             for proc in self._procs.apps:
-                _reap(proc)
+                reap(proc)
             self._procs.apps.clear()
 
     # -- queries ------------------------------------------------------------------------
@@ -227,7 +239,8 @@ class LocalDesktop:
                 return f"the {role} process exited"
         return None
 
-    def processes(self) -> list:
+    def processes(self) -> list[ProcInfo]:
+        """Live processes of this desktop (by marker or process group)."""
         pgids = [self._procs.xvfb.pid] if self._procs is not None else []
         return marked_processes(desktop=self.marker, pgids=pgids)
 
@@ -299,7 +312,7 @@ class LocalDesktop:
         self._procs.infra["dbus"] = self._spawn_app(
             ["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--address=unix:path={bus}"], "dbus"
         )
-        _wait_for(
+        wait_until(
             lambda: bus.exists(),
             self.config.start_timeout,
             "the D-Bus session did not start; install dbus-daemon",
@@ -347,7 +360,7 @@ class LocalDesktop:
                 raise EnvError(f"the controller server exited with code {proc.returncode}: {tail}")
             return port_file.exists() and port_file.read_text().strip().isdigit()
 
-        _wait_for(listening, self.config.start_timeout, "the controller server did not start listening")
+        wait_until(listening, self.config.start_timeout, "the controller server did not start listening")
         self._port = int(port_file.read_text().strip())
         self._token_file = token
 
@@ -372,14 +385,6 @@ class LocalDesktop:
                 wait_for_window(env, app.window, timeout=self.config.start_timeout)
 
 
-def _wait_for(predicate, timeout: float, message: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise EnvError(message)
-        time.sleep(0.01)
-
-
 def _tail(path: Path, lines: int = 3) -> str:
     try:
         return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
@@ -389,10 +394,3 @@ def _tail(path: Path, lines: int = 3) -> str:
 
 def _is_executor(pid: int) -> bool:
     return any(arg.endswith("executor_child.py") for arg in cmdline(pid))
-
-
-def _reap(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        proc.wait(timeout=2)
-    except subprocess.TimeoutExpired:
-        proc.kill()

@@ -12,9 +12,11 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from core.protocols import EnvError
 
 __all__ = [
     "DESKTOP_MARKER",
@@ -25,7 +27,9 @@ __all__ = [
     "kill_pids",
     "marked_processes",
     "pss_kib",
+    "reap",
     "spawn",
+    "wait_until",
 ]
 
 DESKTOP_MARKER = "AGENT_S3_DESKTOP"
@@ -188,3 +192,21 @@ def pss_kib(pids: Iterable[int]) -> int:
                 total += int(line.split()[1])
                 break
     return total
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, message: str) -> None:
+    """Poll ``predicate`` every 10 ms; raise `EnvError` with ``message`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise EnvError(message)
+        time.sleep(0.01)
+
+
+def reap(proc: subprocess.Popen[bytes]) -> None:
+    """Collect a child we killed (no zombie); SIGKILL it if it is still running after 2 s."""
+    try:
+        proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
