@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 
 from core.atomic import write_text_atomic
-from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm import ChatModel, Ledger, MissingAPIKeyError, ScriptError, UnknownProviderError
 from core.trajectory import RunLayout
 from themis import (
     CRITICS,
@@ -85,7 +85,7 @@ def _make(name: str, cfg: ModelConfig, ledger: Ledger, **tags: str) -> tuple[Cri
         model = critic_model(cfg, ledger)
     except MissingAPIKeyError as e:
         raise _fail(f"the critic's model {cfg.model} needs an API key: set {e.variable}") from None
-    except UnknownProviderError as e:
+    except (UnknownProviderError, ScriptError) as e:
         raise _fail(str(e)) from None
     try:
         return make_critic(name, model.with_tags(**tags) if tags else model), model
