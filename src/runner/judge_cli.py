@@ -1,0 +1,146 @@
+"""``agent-s3 judge RUN_DIR`` re-judges a finished run offline, and ``agent-s3 report
+RUN_DIR`` rewrites its report.
+
+Re-judging reads the rollouts from disk and reuses the run's fact cache, so a run whose
+steps were narrated while it ran costs judge calls only. ``--import-osworld`` first copies
+OSWorld result folders (one per rollout) into RUN_DIR, then judges them. Every call lands
+in the run's ledger; selection.json, result.json and report.html are rewritten. The
+evaluator's scores on disk are reported, never shown to a judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from bjudge import (
+    JUDGES,
+    REPRESENTATIONS,
+    JudgeConfig,
+    JudgedTask,
+    MissingTaskError,
+    NarrativeConfig,
+    OSWorldImportError,
+    import_osworld,
+    judge_run,
+    make_judge,
+    make_representer,
+)
+from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
+from core.trajectory import RunLayout, TaskResult
+
+from .report import write_report
+from .wide import fact_cache
+
+__all__ = ["judge_command", "rejudge", "report_command"]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+def _layout(run_dir: Path) -> RunLayout:
+    run_dir = run_dir.expanduser().resolve()
+    return RunLayout(run_dir.parent, run_dir.name)
+
+
+def _recorded(layout: RunLayout) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(judge model settings, narrative settings, judge settings) the run recorded."""
+    config = layout.read_config() or {}
+    wide = config.get("wide") if isinstance(config.get("wide"), dict) else {}
+    chosen = wide.get("judge_model") or config.get("policy") or {}
+    return dict(chosen), dict(wide.get("narrative") or {}), dict(wide.get("judging") or {})
+
+
+def _update_results(layout: RunLayout, judged: dict[str, JudgedTask]) -> None:
+    for task_id, done in judged.items():
+        task_dir = layout.task(task_id)
+        old = task_dir.read_result()
+        scores = old.scores if old is not None else {
+            k: info.score if info else None for k, info in task_dir.headers().items()}
+        task_dir.write_result(TaskResult.from_scores(task_id, scores, selected=done.selection.chosen))
+
+
+async def rejudge(layout: RunLayout, *, judge: str = "mcq", representation: str = "narrative",
+                  model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+                  seed: int | None = None, tasks: list[str] | None = None) -> dict[str, JudgedTask]:
+    """Judge `layout`'s finished rollouts again; the model defaults to the one the run
+    judged with (``wide.judge_model``, else the policy's). Writes narratives, selections,
+    results and the report."""
+    recorded, narrative, judging = _recorded(layout)
+    same_model = model is None or model == recorded.get("model")
+    name = model or recorded.get("model")
+    if not name:
+        raise ValueError("the run does not record a judge model: pass --model provider/model")
+    url = base_url if base_url is not None else (recorded.get("base_url") if same_model else None)
+    ledger = Ledger(layout.ledger_path)
+    chat = ChatModel.from_name(str(name), ledger=ledger, base_url=url, api_key=api_key).with_tags(
+        run=layout.run_id, rejudge="1")
+    try:
+        narrative_cfg = NarrativeConfig.model_validate(narrative) if narrative else NarrativeConfig()
+        judge_cfg = JudgeConfig.model_validate({**judging, **({"seed": seed} if seed is not None else {})})
+        representer = make_representer(representation, chat, fact_cache(layout), narrative_cfg)
+        judged = await judge_run(layout, representer, make_judge(judge, chat, judge_cfg), tasks=tasks)
+    finally:
+        await chat.aclose()
+    await asyncio.to_thread(_update_results, layout, judged)
+    await asyncio.to_thread(write_report, layout)
+    return judged
+
+
+def judge_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (or, with --import-osworld, where to create one).")],
+    judge: Annotated[str, typer.Option("--judge", help=f"One of: {', '.join(JUDGES)}.")] = "mcq",
+    representation: Annotated[str, typer.Option("--representation", help=f"One of: {', '.join(REPRESENTATIONS)}.")] = "narrative",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Judge model as provider/model (default: the run's).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the judge model's server.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the candidate shuffle.")] = None,
+    import_dirs: Annotated[list[Path] | None, typer.Option("--import-osworld", help="OSWorld result folder; repeat once per rollout.")] = None,
+    examples: Annotated[Path | None, typer.Option("--examples", help="OSWorld's evaluation_examples/examples, for instructions.")] = None,
+) -> None:
+    """Re-judge a finished run offline (facts come from the run's cache)."""
+    if judge not in JUDGES:
+        raise _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)}")
+    if representation not in REPRESENTATIONS:
+        raise _fail(f"unknown representation {representation!r}: choose one of {', '.join(REPRESENTATIONS)}")
+    layout = _layout(run_dir)
+    if import_dirs:
+        if not model:
+            raise _fail("judging imported OSWorld results needs a judge model: pass --model provider/model")
+        try:
+            imported = import_osworld(import_dirs, layout, examples=examples)
+        except OSWorldImportError as e:
+            raise _fail(str(e)) from None
+        typer.echo(f"imported {sum(map(len, imported.rollouts.values()))} rollouts of "
+                   f"{len(imported.rollouts)} tasks into {layout.path}")
+    elif not layout.path.is_dir():
+        raise _fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 run` printed")
+    before = len(Ledger.read(layout.ledger_path)) if layout.ledger_path.exists() else 0
+    try:
+        judged = asyncio.run(rejudge(layout, judge=judge, representation=representation, model=model,
+                                     base_url=base_url, seed=seed))
+    except MissingAPIKeyError as e:
+        raise _fail(f"the judge model needs an API key: set {e.variable}") from None
+    except (UnknownProviderError, MissingTaskError, ValueError) as e:
+        raise _fail(str(e)) from None
+    new = Ledger.read(layout.ledger_path)[before:]
+    for task_id, done in sorted(judged.items()):
+        chosen = "no selection" if done.selection.chosen is None else f"rollout {done.selection.chosen}"
+        typer.echo(f"{task_id}: {chosen} among {done.selection.candidates}")
+    calls = {m: sum(r.module == m for r in new) for m in ("narrative", "judge")}
+    typer.echo(f"model calls: {calls['narrative']} narrative, {calls['judge']} judge, "
+               f"${sum(r.dollars for r in new):.4f}; report: {layout.report_path}")
+
+
+def report_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
+) -> None:
+    """Write the run's report.html again from its files."""
+    layout = _layout(run_dir)
+    if not layout.path.is_dir():
+        raise _fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 run` printed")
+    typer.echo(str(write_report(layout)))

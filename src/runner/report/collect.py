@@ -1,0 +1,150 @@
+"""What the report shows, read from a run folder: tasks, rollouts, steps, facts, the
+selection, and the ledger's seconds, tokens and dollars per module.
+
+Reading is blocking and never changes the run, except that the augmented images are
+written once beside the rollouts (see `images`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.llm import CallRecord, Ledger, ModuleTotals
+from core.trajectory import RolloutInfo, RunLayout, Selection, Step, TaskDir, TaskResult
+
+from .images import ImagePaths, step_images
+
+__all__ = ["MODULE_ORDER", "RolloutView", "RunView", "StepView", "TaskView", "collect_run", "module_totals"]
+
+#: Modules in the order a reader expects them: the rollouts' own, then what scaling adds.
+MODULE_ORDER = ("policy", "grounding", "code_agent", "code_summary", "reflection", "narrative", "judge",
+                "prm", "critic")
+
+
+@dataclass
+class StepView:
+    index: int
+    action: str
+    thought: str
+    error: str | None
+    images: ImagePaths
+    facts: list[str]
+    seconds: float
+
+
+@dataclass
+class RolloutView:
+    index: int
+    info: RolloutInfo | None
+    steps: list[StepView]
+    chosen: bool
+    scripted: bool
+    modules: dict[str, ModuleTotals]
+
+    @property
+    def seconds(self) -> float | None:
+        info = self.info
+        return info.ended_at - info.started_at if info and info.ended_at else None
+
+
+@dataclass
+class TaskView:
+    task_id: str
+    instruction: str
+    rollouts: list[RolloutView]
+    selection: Selection | None
+    result: TaskResult | None
+    modules: dict[str, ModuleTotals]
+
+
+@dataclass
+class RunView:
+    run_id: str
+    path: Path
+    label: str | None
+    tasks: list[TaskView] = field(default_factory=list)
+    modules: dict[str, ModuleTotals] = field(default_factory=dict)
+    scripted: bool = False
+
+
+def module_totals(records: list[CallRecord]) -> dict[str, ModuleTotals]:
+    """Totals per module, known modules first in `MODULE_ORDER`, then the rest by name."""
+    found: dict[str, ModuleTotals] = {}
+    for record in records:
+        found.setdefault(record.module, ModuleTotals()).add(record)
+    rank = {m: i for i, m in enumerate(MODULE_ORDER)}
+    return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+
+
+def _describe(action: dict[str, object] | None) -> str:
+    from ..progress import describe_action
+
+    return describe_action(action)
+
+
+def _is_scripted(model: str | None, label: str | None) -> bool:
+    return bool(model and model.startswith(("scripted/", "replay/"))) or bool(label and "scripted" in label.lower())
+
+
+def _steps(task_dir: TaskDir, k: int, facts: list[list[str]], root: Path) -> list[StepView]:
+    rd = task_dir.rollout(k)
+    out = []
+    for step in rd.iter_steps():
+        out.append(StepView(
+            index=step.index,
+            action=_describe(step.action),
+            thought=step.thought,
+            error=step.error,
+            images=step_images(task_dir, rd, step, root),
+            facts=facts[step.index] if step.index < len(facts) else [],
+            seconds=_seconds(step),
+        ))
+    return out
+
+
+def _seconds(step: Step) -> float:
+    t = step.timings
+    return t.propose + t.execute + t.settle
+
+
+def _task(layout: RunLayout, task_id: str, records: list[CallRecord], label: str | None) -> TaskView:
+    task_dir = layout.task(task_id)
+    task = task_dir.read_task()
+    selection = task_dir.read_selection()
+    mine = [r for r in records if r.tags.get("task") == task_id]
+    rollouts = []
+    for k, info in task_dir.headers().items():
+        narrative = task_dir.read_narrative(k)
+        facts = narrative.facts if narrative else []
+        of_k = [r for r in mine if r.tags.get("rollout") == str(k)]
+        rollouts.append(RolloutView(
+            index=k,
+            info=info,
+            steps=_steps(task_dir, k, facts, layout.path),
+            chosen=selection is not None and selection.chosen == k,
+            scripted=_is_scripted(info.model if info else None, label),
+            modules=module_totals(of_k),
+        ))
+    return TaskView(
+        task_id=task_id,
+        instruction=task.instruction if task else "(task.json missing)",
+        rollouts=rollouts,
+        selection=selection,
+        result=task_dir.read_result(),
+        modules=module_totals(mine),
+    )
+
+
+def collect_run(layout: RunLayout) -> RunView:
+    """Everything the report shows about `layout`'s run (blocking)."""
+    records = Ledger.read(layout.ledger_path) if layout.ledger_path.exists() else []
+    config = layout.read_config() or {}
+    label = config.get("label") if isinstance(config.get("label"), str) else None
+    view = RunView(run_id=layout.run_id, path=layout.path, label=label, modules=module_totals(records))
+    view.tasks = [_task(layout, t, records, label) for t in layout.task_ids()]
+    policy = config.get("policy")
+    models = {r.model for r in records} | ({str(policy.get("model"))} if isinstance(policy, dict) else set())
+    view.scripted = any(_is_scripted(m, label) for m in models) or any(
+        ro.scripted for t in view.tasks for ro in t.rollouts)
+    return view

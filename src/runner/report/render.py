@@ -1,0 +1,142 @@
+"""The report as one self-contained HTML page: inline CSS, no script, no network; images
+are relative links to the run's own PNG files, shown as thumbnails that open full size.
+
+Per task: the selection (chosen rollout, the judge's reasoning, or why there is none),
+the rollouts side by side (model, seed, outcome, evaluator score, seconds, cost; each
+step's action, its facts and its augmented before/after/zoom pictures), and seconds,
+tokens and dollars per module. Scripted models are labelled SCRIPTED.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from core.llm import ModuleTotals
+
+from .collect import RolloutView, RunView, StepView, TaskView
+
+__all__ = ["render_report"]
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
+h1,h2,h3{margin:.4em 0} table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:2px 8px;text-align:right} th:first-child,td:first-child{text-align:left}
+.task{border-top:3px solid #444;margin-top:2em;padding-top:.5em}
+.rollouts{display:grid;gap:12px;overflow-x:auto;grid-auto-flow:column;grid-auto-columns:minmax(420px,1fr)}
+.rollout{background:#fff;border:2px solid #ddd;border-radius:6px;padding:8px;min-width:0}
+.rollout.chosen{border-color:#1a7f37;box-shadow:0 0 0 3px #1a7f3744}
+.badge{display:inline-block;padding:0 6px;border-radius:4px;font-weight:bold;font-size:12px}
+.mark{background:#1a7f37;color:#fff} .scripted{background:#b35900;color:#fff}
+.status-done{color:#1a7f37} .status-errored,.status-environment_lost{color:#c00}
+.step{border-top:1px solid #eee;margin-top:6px;padding-top:6px}
+.step code{background:#f3f3f3;padding:0 3px;word-break:break-all}
+.pics{display:flex;gap:4px;flex-wrap:wrap} .pics figure{margin:0;font-size:11px;color:#666}
+.pics img{width:128px;border:1px solid #ccc;display:block}
+.facts{margin:4px 0 0 1.2em;padding:0} .error{color:#c00} .thought{color:#555;font-size:12px}
+pre{white-space:pre-wrap;background:#fff;border:1px solid #ddd;padding:8px;max-height:28em;overflow:auto}
+"""
+
+
+def _money(x: float) -> str:
+    return f"${x:.4f}"
+
+
+def _modules(modules: dict[str, ModuleTotals]) -> str:
+    if not modules:
+        return "<p>No model calls were recorded.</p>"
+    rows = ["<tr><th>module</th><th>calls</th><th>seconds</th><th>input tokens</th><th>output tokens</th>"
+            "<th>dollars</th></tr>"]
+    total = ModuleTotals()
+    for name, t in modules.items():
+        rows.append(f"<tr><td>{escape(name)}</td><td>{t.calls}</td><td>{t.seconds:.1f}</td><td>{t.input_tokens}</td>"
+                    f"<td>{t.output_tokens}</td><td>{_money(t.dollars)}</td></tr>")
+        for key in ("calls", "seconds", "input_tokens", "output_tokens", "dollars"):
+            setattr(total, key, getattr(total, key) + getattr(t, key))
+    rows.append(f"<tr><th>total</th><th>{total.calls}</th><th>{total.seconds:.1f}</th><th>{total.input_tokens}</th>"
+                f"<th>{total.output_tokens}</th><th>{_money(total.dollars)}</th></tr>")
+    return "<table>" + "".join(rows) + "</table><p><small>Seconds are summed over calls, which overlap.</small></p>"
+
+
+def _img(path: str | None, caption: str) -> str:
+    if path is None:
+        return ""
+    src = escape(path, quote=True)
+    return (f'<figure><a href="{src}"><img src="{src}" loading="lazy" alt="{escape(caption)}"></a>'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")
+
+
+def _step(step: StepView) -> str:
+    pics = step.images
+    kind = "marked" if pics.augmented else "screen"
+    facts = "".join(f"<li>{escape(f)}</li>" for f in step.facts)
+    parts = [
+        f'<div class="step"><b>step {step.index + 1}</b> <code>{escape(step.action)}</code> '
+        f"<small>({step.seconds:.1f} s)</small>",
+        f'<div class="thought">{escape(step.thought[:400])}</div>' if step.thought else "",
+        f'<div class="error">{escape(step.error)}</div>' if step.error else "",
+        f'<ul class="facts">{facts}</ul>' if facts else "",
+        '<div class="pics">' + _img(pics.before, f"before ({kind})") + _img(pics.after, f"after ({kind})")
+        + _img(pics.zoom, "zoom") + "</div></div>",
+    ]
+    return "".join(parts)
+
+
+def _rollout(view: RolloutView, score: float | None) -> str:
+    info = view.info
+    status = info.status if info else "unknown"
+    head = [f"<h3>rollout {view.index}"]
+    if view.chosen:
+        head.append(' <span class="badge mark">CHOSEN</span>')
+    if view.scripted:
+        head.append(' <span class="badge scripted">SCRIPTED</span>')
+    head.append("</h3>")
+    cost = sum(t.dollars for t in view.modules.values())
+    tokens = sum(t.input_tokens + t.output_tokens for t in view.modules.values())
+    seconds = f"{view.seconds:.1f} s" if view.seconds is not None else "?"
+    facts = [
+        f"model <b>{escape(info.model if info else '?')}</b>, seed {info.seed if info else '?'}",
+        f'outcome <b class="status-{escape(status)}">{escape(status)}</b>'
+        + (f": {escape(info.reason)}" if info and info.reason else ""),
+        f"evaluator score: {'—' if score is None else f'{score:g}'} (reported only, never used to choose)",
+        f"{len(view.steps)} steps, {seconds}, {tokens} tokens, {_money(cost)}"
+        + (f", {info.attempts} attempts" if info and info.attempts > 1 else "")
+        + (f", on {escape(info.environment)}" if info and info.environment else ""),
+    ]
+    klass = "rollout chosen" if view.chosen else "rollout"
+    return (f'<div class="{klass}" id="rollout-{view.index}">' + "".join(head)
+            + "<br>".join(facts) + "".join(_step(s) for s in view.steps) + "</div>")
+
+
+def _task(view: TaskView) -> str:
+    result, selection = view.result, view.selection
+    scores = result.scores if result else {}
+    out = [f'<section class="task" id="task-{escape(view.task_id, quote=True)}"><h2>{escape(view.task_id)}</h2>',
+           f"<p><b>instruction</b>: {escape(view.instruction)}</p>"]
+    if result is not None:
+        pass_n = "—" if result.pass_at_n is None else f"{result.pass_at_n:g}"
+        chosen_score = "—" if result.selected_score is None else f"{result.selected_score:g}"
+        out.append(f"<p><b>selected</b>: {'no selection' if result.selected is None else f'rollout {result.selected}'}"
+                   f", its score {chosen_score}; pass@{result.n} {pass_n}</p>")
+    if selection is None:
+        out.append("<p><b>judge</b>: none ran for this task.</p>")
+    else:
+        chosen = "no selection" if selection.chosen is None else f"rollout {selection.chosen}"
+        out.append(f"<p><b>judge</b> {escape(selection.strategy)}: {chosen} among {selection.candidates}, "
+                   f"seed {selection.seed}, {_money(selection.dollars)}</p>"
+                   f"<details open><summary>reasoning</summary><pre>{escape(selection.reasoning)}</pre></details>")
+    out.append('<div class="rollouts">' + "".join(_rollout(r, scores.get(r.index)) for r in view.rollouts) + "</div>")
+    out.append("<h3>per module, this task</h3>" + _modules(view.modules) + "</section>")
+    return "".join(out)
+
+
+def render_report(view: RunView) -> str:
+    """The whole page for `view`."""
+    banner = ('<p><span class="badge scripted">SCRIPTED</span> Some replies in this run came from a script, not a '
+              f"model{': ' + escape(view.label) if view.label else ''}.</p>") if view.scripted else ""
+    body = "".join(_task(t) for t in view.tasks) or "<p>This run has no task folders.</p>"
+    return (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>run {escape(view.run_id)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>run {escape(view.run_id)}</h1>{banner}"
+        f"<h2>per module, whole run</h2>{_modules(view.modules)}{body}</body></html>"
+    )
