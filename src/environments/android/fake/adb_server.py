@@ -102,7 +102,9 @@ class FakeAdbServer:
         self.stop()
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-adb", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="fake-adb", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:

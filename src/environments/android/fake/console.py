@@ -42,7 +42,9 @@ class FakeEmulatorConsole:
 
         self._server = Server(("127.0.0.1", port), Handler)
         self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-console", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="fake-console", daemon=True
+        )
 
     def __enter__(self) -> FakeEmulatorConsole:
         self.start()

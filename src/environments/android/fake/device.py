@@ -186,9 +186,7 @@ class SimulatedDevice:
             self.events.append(("key", (code,)))
             st = self.state
             if code == "KEYCODE_HOME":
-                if st.foreground != LAUNCHER:
-                    st.back_stack.append(st.foreground)
-                st.foreground, st.focused = LAUNCHER, False
+                st.foreground, st.focused, st.back_stack = LAUNCHER, False, []
             elif code == "KEYCODE_BACK":
                 if st.foreground == NOTES and st.focused:
                     st.focused = False

@@ -31,7 +31,11 @@ class FakeFleet:
 
 @contextmanager
 def fake_fleet(
-    size: int, token_dir: Path, *, screen: tuple[int, int] = (720, 1280), start_snapshot: str | None = "start"
+    size: int,
+    token_dir: Path,
+    *,
+    screen: tuple[int, int] = (720, 1280),
+    start_snapshot: str | None = "agent_s3_start",
 ) -> Iterator[FakeFleet]:
     """Start `size` emulators; serials are ``emulator-<console port>`` as a real emulator's are.
 
