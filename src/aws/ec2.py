@@ -1,0 +1,144 @@
+"""The few EC2 calls the fleet makes, as plain blocking functions over a boto3 client.
+
+Kept apart from the fleet's bookkeeping so the reaper, the signal handlers and the fleet
+share one way of building launch requests, listing tagged instances and terminating them.
+boto3 clients are thread-safe; sessions are not, so each client gets its own session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from .config import FleetConfig
+from .tags import MARKER, InstanceRecord
+
+__all__ = [
+    "LIVE_STATES",
+    "describe",
+    "ec2_client",
+    "find_tagged",
+    "launch_request",
+    "shutdown_script",
+    "terminate",
+]
+
+#: States of an instance that still costs money or may come back.
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+_NOT_FOUND = ("InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed")
+
+
+def ec2_client(region: str, endpoint_url: str | None = None) -> Any:
+    """A boto3 EC2 client of its own session (credentials from boto3's usual chain)."""
+    session = boto3.session.Session(region_name=region)
+    config = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=10, read_timeout=60)
+    return session.client("ec2", endpoint_url=endpoint_url, config=config)
+
+
+def shutdown_script(ttl_minutes: int) -> str:
+    """User data that powers the VM off when its TTL ends (which terminates it, see below).
+
+    cloud-init runs it as root at first boot; `InstanceInitiatedShutdownBehavior=terminate`
+    turns the power-off into a termination, so the instance dies even if nobody reaps it.
+    """
+    return (
+        "#!/bin/bash\n"
+        "# agent-s3: this desktop terminates itself when its time to live ends.\n"
+        f"shutdown -h +{int(ttl_minutes)} 'agent-s3 desktop time to live is over' || "
+        f"(sleep {int(ttl_minutes) * 60} && poweroff) &\n"
+    )
+
+
+def launch_request(cfg: FleetConfig, tags: Mapping[str, str], client_token: str) -> dict[str, Any]:
+    """`run_instances` arguments for one desktop from `cfg` (already resolved)."""
+    tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
+    request: dict[str, Any] = {
+        "ImageId": cfg.image_id(),
+        "InstanceType": cfg.instance_type,
+        "MinCount": 1,
+        "MaxCount": 1,
+        "ClientToken": client_token,
+        "EbsOptimized": True,
+        "InstanceInitiatedShutdownBehavior": "terminate",
+        "BlockDeviceMappings": [
+            {
+                "DeviceName": "/dev/sda1",
+                "Ebs": {
+                    "VolumeSize": cfg.disk_gb,
+                    "VolumeType": "gp3",
+                    "Iops": cfg.disk_iops,
+                    "Throughput": cfg.disk_throughput,
+                    "DeleteOnTermination": True,
+                },
+            }
+        ],
+        "TagSpecifications": [
+            {"ResourceType": "instance", "Tags": tag_list},
+            {"ResourceType": "volume", "Tags": tag_list},
+        ],
+    }
+    if cfg.subnet_id or cfg.security_group_id:
+        interface: dict[str, Any] = {"DeviceIndex": 0, "AssociatePublicIpAddress": cfg.public_ip}
+        if cfg.subnet_id:
+            interface["SubnetId"] = cfg.subnet_id
+        if cfg.security_group_id:
+            interface["Groups"] = [cfg.security_group_id]
+        request["NetworkInterfaces"] = [interface]
+    ttl = cfg.ttl_seconds
+    if ttl is not None:
+        # boto3 base64-encodes UserData of run_instances itself.
+        request["UserData"] = shutdown_script(max(1, round(ttl / 60)))
+    return request
+
+
+def describe(client: Any, region: str, instance_ids: Iterable[str]) -> list[InstanceRecord]:
+    """Records of the given instances; unknown ids are simply missing."""
+    ids = list(instance_ids)
+    if not ids:
+        return []
+    try:
+        pages = client.get_paginator("describe_instances").paginate(InstanceIds=ids)
+        return [InstanceRecord.from_ec2(i, region) for page in pages for r in page["Reservations"] for i in r["Instances"]]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in _NOT_FOUND and len(ids) > 1:
+            return [rec for one in ids for rec in describe(client, region, [one])]
+        if exc.response.get("Error", {}).get("Code") in _NOT_FOUND:
+            return []
+        raise
+
+
+def find_tagged(
+    client: Any,
+    region: str,
+    tags: Mapping[str, str] | None = None,
+    *,
+    states: Iterable[str] = LIVE_STATES,
+) -> list[InstanceRecord]:
+    """This project's instances (marker tag) matching every tag in `tags`."""
+    filters = [{"Name": "tag-key", "Values": [MARKER]}, {"Name": "instance-state-name", "Values": list(states)}]
+    filters += [{"Name": f"tag:{k}", "Values": [v]} for k, v in (tags or {}).items()]
+    pages = client.get_paginator("describe_instances").paginate(Filters=filters)
+    return [InstanceRecord.from_ec2(i, region) for page in pages for r in page["Reservations"] for i in r["Instances"]]
+
+
+def terminate(client: Any, instance_ids: Iterable[str]) -> list[str]:
+    """Terminate instances (already gone ones are fine); returns the ids asked about."""
+    ids = sorted(set(instance_ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        try:
+            client.terminate_instances(InstanceIds=chunk)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in _NOT_FOUND:
+                raise
+            for one in chunk:
+                try:
+                    client.terminate_instances(InstanceIds=[one])
+                except ClientError as inner:
+                    if inner.response.get("Error", {}).get("Code") not in _NOT_FOUND:
+                        raise
+    return ids
