@@ -89,9 +89,12 @@ class BwrapSandbox:
             argv += ["--perms", "0444", "--ro-bind-data", str(xauth_fd), XAUTH_PATH]
         if os.path.isdir(_X11_DIR):
             argv += ["--ro-bind", _X11_DIR, _X11_DIR]
+        covered = ["/tmp", "/run"]
         for folder in self.hidden:
             if os.path.isdir(folder):
                 argv += ["--tmpfs", folder]
+                covered.append(folder)
+        argv += _traversable_parents(home, covered)
         argv += ["--bind", home, home, "--chdir", home]
         argv += [
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -166,3 +169,23 @@ def _read_cookie(path: str | None) -> bytes | None:
     except OSError:
         return None
     return data or None
+
+
+def _traversable_parents(path: str, covered: Sequence[str]) -> list[str]:
+    """`--dir` entries that make the folders above `path` enterable inside the sandbox.
+
+    A folder that lies under a tmpfs (the sandbox's own /tmp, /run or a hidden folder) does not
+    exist there until bwrap makes it, and bwrap makes missing parents of a bind mode 0700 as
+    root, which would lock the unprivileged user out of its own home.
+    """
+    roots = [os.path.normpath(c) for c in covered]
+    argv: list[str] = []
+    parent = os.path.dirname(os.path.normpath(path))
+    chain: list[str] = []
+    while parent not in ("/", ""):
+        if any(parent != root and parent.startswith(root + "/") for root in roots):
+            chain.append(parent)
+        parent = os.path.dirname(parent)
+    for folder in reversed(chain):
+        argv += ["--perms", "0755", "--dir", folder]
+    return argv

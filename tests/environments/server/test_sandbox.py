@@ -61,6 +61,18 @@ async def test_runs_as_nobody_with_a_writable_home_only(home: Path, tmp_path: Pa
     assert len(result.stderr.splitlines()) == 3  # each escape attempt failed
 
 
+async def test_home_inside_a_hidden_folder_stays_reachable(home: Path, tmp_path: Path) -> None:
+    """The envs folder is hidden, yet the one home bound back into it is usable."""
+    sibling = tmp_path / "envs" / "e2" / "home"
+    sibling.mkdir(parents=True)
+    (sibling / "other.txt").write_text("not yours")
+    box = BwrapSandbox(home, hidden=[str(tmp_path / "envs")])
+    result = await box.run("bash", f"echo ok > $HOME/mine.txt && cat $HOME/mine.txt; cat {sibling}/other.txt")
+    assert result.stdout == "ok\n", result
+    assert "No such file" in result.stderr
+    assert (home / "mine.txt").read_text() == "ok\n"
+
+
 async def test_cannot_read_host_homes_run_folders_or_env_secrets(
     home: Path, tmp_path: Path, root_secret: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
