@@ -27,17 +27,21 @@ from .critic_cli import register as register_critic_commands
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
 from .env_cli import app as env_app
 from .environments import open_pool
+from .judge_cli import judge_command, report_command
 from .models import ModelSet, build_models, worker_config
 from .progress import StepPrinter
 from .retry import RetryUntilSuccess, check_critic
 from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
 from .tasks import resolve_task
+from .wide_cli import check_wide, missing_key_line, prepare_wide, run_wide, summarize
 
 __all__ = ["app"]
 
 app = typer.Typer(help="Test-time scaling runner for computer-use agents.", no_args_is_help=True)
 app.add_typer(env_app, name="env")
 register_critic_commands(app)
+app.command("judge")(judge_command)
+app.command("report")(report_command)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -76,18 +80,23 @@ def run(
     run_id: Annotated[str | None, typer.Option("--run-id", help="Name of the run folder (default: the time).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
     settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
-    strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout) or retry (until the critic accepts).")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout), retry (until the critic accepts) or wide (N rollouts and a judge).")] = None,
     attempts: Annotated[int | None, typer.Option("--attempts", min=1, help="With --strategy retry: rollouts at most.")] = None,
     critic: Annotated[str | None, typer.Option("--critic", help="With --strategy retry: themis, lastk or sequential.")] = None,
     critic_model: Annotated[str | None, typer.Option("--critic-model", help="The critic's model as provider/model (default: the policy's).")] = None,
+    rollouts: Annotated[int | None, typer.Option("--rollouts", min=1, help="Wide scaling: N rollouts in parallel and a judge.")] = None,
+    mixture: Annotated[str | None, typer.Option("--mixture", help="Wide scaling: provider/model*count,... or a YAML file.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Wide scaling: bjudge, pairwise, independent or none.")] = None,
 ) -> None:
     """Run one task: set it up, run a rollout with live progress, evaluate, report."""
     console = Console(highlight=False)
     given = _overrides(
         policy__model=model, policy__base_url=base_url, environment__kind=env, environment__url=url,
         environment__token=token, out_dir=str(out) if out else None, run_id=run_id,
-        rollout__max_steps=max_steps, rollout__settle_seconds=settle, strategy=strategy,
+        rollout__max_steps=max_steps, rollout__settle_seconds=settle,
+        strategy=strategy or ("wide" if rollouts or mixture else None),
         critic__attempts=attempts, critic__name=critic, critic__model__model=critic_model,
+        wide__rollouts=rollouts, wide__mixture=mixture, wide__judge=judge,
     )  # fmt: skip
     try:
         cfg = load_run_config([*(config or []), given])
@@ -99,6 +108,8 @@ def run(
         if cfg.environment.kind == "osworld" and not cfg.environment.url:
             raise EnvError("--env osworld needs the server's address: pass --url http://HOST:PORT")
         check_critic(cfg)
+        check_wide(cfg)
+        cfg = prepare_wide(cfg)
     except (ConfigError, EnvError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
     layout = RunLayout(cfg.out_dir, rid)
@@ -114,6 +125,18 @@ def run(
         raise _fail(str(e)) from None
     layout.path.mkdir(parents=True, exist_ok=True)
     _header(console, cfg, the_task, layout)
+    if cfg.strategy == "wide":
+        try:
+            wide = asyncio.run(run_wide(cfg, the_task, layout, models, ledger, console))
+        except KeyboardInterrupt:
+            console.print(f"[yellow]interrupted[/yellow]; the desktops were stopped. Files so far: {layout.path}")
+            raise typer.Exit(code=130) from None
+        except MissingAPIKeyError as e:
+            raise _fail(missing_key_line(e)) from None
+        except EnvError as e:
+            raise _fail(f"{e} (run folder: {layout.path})") from None
+        summarize(console, cfg, the_task, wide, layout)
+        return
     try:
         outcome = asyncio.run(_run(cfg, the_task, layout, models, ledger, console))
     except KeyboardInterrupt:

@@ -1,0 +1,83 @@
+"""Live progress of N rollouts on the terminal: one row per rollout (model, attempt, step,
+last action, status), redrawn in place by rich while the rollouts run.
+
+It is fed by the wide strategy's watch callback (status changes) and a step hook (steps
+as they land), so what it shows is what was stored.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from .progress import describe_action
+from .rollout import StepEvent
+
+__all__ = ["RolloutBoard"]
+
+_COLOURS = {"done": "green", "running": "cyan", "failed": "yellow", "errored": "red", "environment_lost": "red"}
+
+
+@dataclass
+class _Row:
+    model: str = ""
+    status: str = "waiting"
+    attempt: int = 1
+    step: int = 0
+    action: str = ""
+    error: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+    ended: float | None = None
+
+
+class RolloutBoard:
+    """``with board.live(): ...`` shows the table; `watch` and `hook` update it."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+        self.rows: dict[tuple[str, int], _Row] = {}
+        self._live: Live | None = None
+
+    def watch(self, task_id: str, k: int, status: str, model: str, attempt: int) -> None:
+        row = self.rows.setdefault((task_id, k), _Row(model=model))
+        if status == "running" and row.status != "running":
+            row.started, row.ended, row.step, row.error = time.perf_counter(), None, 0, None
+        row.status, row.attempt, row.model = status, attempt, model
+        if status not in ("waiting", "starting", "running"):
+            row.ended = time.perf_counter()
+        self._refresh()
+
+    async def hook(self, event: StepEvent) -> None:
+        row = self.rows.setdefault((event.task_id, event.rollout), _Row())
+        row.step = max(row.step, event.step.index + 1)
+        row.action = describe_action(event.step.action)
+        row.error = event.step.error
+        self._refresh()
+
+    def table(self) -> Table:
+        table = Table(expand=False, box=None, pad_edge=False)
+        for name in ("task", "#", "model", "try", "step", "last action", "status", "s"):
+            table.add_column(name, no_wrap=name != "last action", overflow="ellipsis")
+        now = time.perf_counter()
+        for (task_id, k), row in sorted(self.rows.items()):
+            colour = _COLOURS.get(row.status, "white")
+            status = f"[{colour}]{escape(row.status)}[/{colour}]"
+            if row.error:
+                status += f" [red]({escape(row.error[:40])})[/red]"
+            seconds = (row.ended or now) - row.started if row.status != "waiting" else 0.0
+            table.add_row(escape(task_id), str(k), escape(row.model), str(row.attempt), str(row.step),
+                          escape(row.action[:60]), status, f"{seconds:.0f}")
+        return table
+
+    def live(self) -> Live:
+        self._live = Live(self.table(), console=self.console, refresh_per_second=4, transient=False)
+        return self._live
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self.table())

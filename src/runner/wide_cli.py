@@ -1,0 +1,113 @@
+"""``agent-s3 run --rollouts N --mixture ... --judge ...``: the wide strategy on the
+command line, with a live board of the rollouts and a summary when the judge has chosen.
+
+`check_wide` validates the settings before any desktop starts (a bad mixture is one
+line); `run_wide` starts as many environments as rollouts run at once, runs the task,
+writes report.html, and prints the pick and the cost per module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.console import Console
+from rich.markup import escape
+
+from core.config import dump_config
+from core.llm import Ledger, MissingAPIKeyError
+from core.trajectory import RunLayout, Task
+
+from .board import RolloutBoard
+from .config import RunConfig
+from .demo_judge import DEMO_JUDGE_MODEL, DEMO_JUDGE_NOTE, register_demo_judge
+from .demo_policy import DEMO_MODEL
+from .environments import open_pool
+from .mixture import assign, parse_mixture
+from .models import ModelSet, worker_config
+from .report import module_totals, write_report
+from .strategy import TaskRun
+from .wide import WideScaling
+from .wide_config import JudgeModelConfig
+
+__all__ = ["check_wide", "prepare_wide", "run_wide"]
+
+
+def check_wide(cfg: RunConfig) -> None:
+    """Raise ValueError (one line) when the wide settings cannot run."""
+    if cfg.strategy != "wide":
+        return
+    entries = parse_mixture(cfg.wide.mixture)
+    if entries:
+        assign(entries, cfg.wide.rollouts, 0)
+
+
+def prepare_wide(cfg: RunConfig) -> RunConfig:
+    """The scripted demo policy gets the scripted demo narrator and judge (labelled), unless
+    a judge model is set."""
+    if cfg.strategy != "wide" or cfg.policy.model != DEMO_MODEL or cfg.wide.judge_model is not None:
+        return cfg
+    register_demo_judge()
+    wide = cfg.wide.model_copy(update={"judge_model": JudgeModelConfig(model=DEMO_JUDGE_MODEL)})
+    label = f"{cfg.label}; {DEMO_JUDGE_NOTE}" if cfg.label else DEMO_JUDGE_NOTE
+    return cfg.model_copy(update={"wide": wide, "label": label})
+
+
+def _width(cfg: RunConfig) -> int:
+    entries = parse_mixture(cfg.wide.mixture)
+    n = cfg.wide.rollouts or (sum(e.count for e in entries) if entries else 1)
+    return min(n, cfg.wide.concurrency or n)
+
+
+async def run_wide(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, ledger: Ledger,
+                   console: Console) -> WideScaling:
+    """Run `task` under the wide strategy on fresh environments; returns the strategy."""
+    hide = (str(cfg.out_dir.resolve()),)
+    board = RolloutBoard(console)
+    strategy = WideScaling(watch=board.watch)
+    try:
+        async with open_pool(cfg.environment, size=_width(cfg), hide=hide) as pool:
+            env = await pool.acquire()
+            shown = cfg.model_copy(update={"worker": worker_config(cfg, env)})
+            pool.release(env)
+            await asyncio.to_thread(layout.write_config, dump_config(shown))
+            run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
+                          hooks=[board.hook])
+            with board.live():
+                await strategy(run)
+            console.print()
+    finally:
+        await strategy.aclose()
+        await models.aclose()
+        if layout.path.is_dir():
+            await asyncio.to_thread(write_report, layout)
+    return strategy
+
+
+def summarize(console: Console, cfg: RunConfig, task: Task, strategy: WideScaling, layout: RunLayout) -> None:
+    """The pick, the outcomes and scores, and the cost per module."""
+    outcomes = strategy.outcomes.get(task.id, [])
+    selection = strategy.selections.get(task.id)
+    for o in outcomes:
+        score = "—" if o.score is None else f"{o.score:g}"
+        console.print(f"[bold]rollout {o.index}[/bold] {o.result.status} after {o.result.steps} steps "
+                      f"in {o.result.seconds:.1f} s, score {score}: {escape(o.result.reason)}")
+    if selection is None:
+        console.print(f"[bold]judge[/bold] none ({escape(cfg.wide.judge)}): no rollout was chosen")
+    elif selection.chosen is None:
+        console.print(f"[bold]judge[/bold] no selection among {selection.candidates}: "
+                      f"{escape(selection.reasoning[:300])}")
+    else:
+        chosen = next((o for o in outcomes if o.index == selection.chosen), None)
+        score = "—" if chosen is None or chosen.score is None else f"{chosen.score:g}"
+        console.print(f"[bold]judge[/bold] {escape(selection.strategy)} chose rollout {selection.chosen} "
+                      f"among {selection.candidates} (its evaluator score: {score})")
+    for module, t in module_totals(list(Ledger.read(layout.ledger_path))).items():
+        console.print(f"  {module:<12} {t.calls:>4} calls {t.seconds:>8.1f} s "
+                      f"{t.input_tokens + t.output_tokens:>9} tokens ${t.dollars:.4f}")
+    if cfg.label and "scripted" in cfg.label.lower():
+        console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label)}")
+    console.print(f"[bold]files[/bold] {layout.path} (report: {layout.report_path})")
+
+
+def missing_key_line(e: MissingAPIKeyError) -> str:
+    return f"a model of the mixture or the judge needs an API key: set {e.variable}"
