@@ -21,6 +21,7 @@ from core.llm import Reply, Script
 from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RolloutInfo, RunLayout, Step, Task
 from runner.cli import app
+from runner.report import write_report
 
 CLI = Path(sys.executable).with_name("agent-s3")
 KEY = "sk-critic-cmd-" + "k" * 16
@@ -92,6 +93,12 @@ def test_critic_grades_every_finished_rollout_and_reports_agreement(run_dir: Pat
     assert not (run_dir / "task-b" / "rollout-1" / "critic-lastk.json").exists()
     ledger = [json.loads(line) for line in (run_dir / "ledger.jsonl").read_text().splitlines()]
     assert [r["module"] for r in ledger] == ["critic"] * 3 and {r["tags"]["run"] for r in ledger} == {RUN}
+    # The run's report shows each deliberation beside its rollout.
+    page = RunLayout(run_dir.parent, RUN)
+    html = write_report(page).read_text()
+    assert html.count('<details class="critic">') == 3
+    assert "<b>critic</b> lastk (scripted/cmd-critic): REJECT after 1 calls in 0.0s: reply 2 says 0" in html
+    assert "frames: the screen before the first step; the screen after step 0" in html
 
 
 def test_filter_exports_the_accepted_rollouts_as_a_run(run_dir: Path, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from core.llm import CallRecord, Ledger, ModuleTotals
 from core.trajectory import RolloutInfo, RunLayout, Selection, Step, TaskDir, TaskResult
+from themis import load_verdict, summarize
 
 from .images import ImagePaths, step_images
 
@@ -41,6 +42,8 @@ class RolloutView:
     chosen: bool
     scripted: bool
     modules: dict[str, ModuleTotals]
+    critics: list[list[str]] = field(default_factory=list)
+    """Each saved critic verdict (``critic-<name>.json``) told in lines (`themis.summarize`)."""
 
     @property
     def seconds(self) -> float | None:
@@ -108,6 +111,21 @@ def _seconds(step: Step) -> float:
     return t.propose + t.execute + t.settle
 
 
+def _critics(rollout: Path) -> list[list[str]]:
+    """The deliberations saved beside a rollout, headline first; an unreadable one says so."""
+    out = []
+    for path in sorted(rollout.glob("critic-*.json")):
+        name = path.stem.removeprefix("critic-")
+        try:
+            verdict = load_verdict(rollout, name)
+        except ValueError as e:
+            out.append([f"{name}: unreadable verdict file ({str(e).splitlines()[0]})"])
+            continue
+        if verdict is not None:
+            out.append(summarize(verdict))
+    return out
+
+
 def _task(layout: RunLayout, task_id: str, records: list[CallRecord], label: str | None) -> TaskView:
     task_dir = layout.task(task_id)
     task = task_dir.read_task()
@@ -125,6 +143,7 @@ def _task(layout: RunLayout, task_id: str, records: list[CallRecord], label: str
             chosen=selection is not None and selection.chosen == k,
             scripted=_is_scripted(info.model if info else None, label),
             modules=module_totals(of_k),
+            critics=_critics(task_dir.rollout(k).path),
         ))
     return TaskView(
         task_id=task_id,

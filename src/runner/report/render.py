@@ -104,7 +104,15 @@ def _rollout(view: RolloutView, score: float | None) -> str:
     ]
     klass = "rollout chosen" if view.chosen else "rollout"
     return (f'<div class="{klass}" id="rollout-{view.index}">' + "".join(head)
-            + "<br>".join(facts) + "".join(_step(s) for s in view.steps) + "</div>")
+            + "<br>".join(facts) + "".join(_critic(lines) for lines in view.critics)
+            + "".join(_step(s) for s in view.steps) + "</div>")
+
+
+def _critic(lines: list[str]) -> str:
+    """A critic's verdict: the headline, and its deliberation folded under it."""
+    head, rest = lines[0], lines[1:]
+    body = f"<pre>{escape(chr(10).join(rest))}</pre>" if rest else ""
+    return f'<details class="critic"><summary><b>critic</b> {escape(head)}</summary>{body}</details>'
 
 
 def _task(view: TaskView) -> str:
