@@ -32,6 +32,7 @@ from bjudge import (
 from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunLayout, TaskResult
 
+from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
 from .report import write_report
 from .wide import fact_cache
 
@@ -76,6 +77,8 @@ async def rejudge(layout: RunLayout, *, judge: str = "mcq", representation: str 
     name = model or recorded.get("model")
     if not name:
         raise ValueError("the run does not record a judge model: pass --model provider/model")
+    if name == DEMO_JUDGE_MODEL:
+        register_demo_judge()
     url = base_url if base_url is not None else (recorded.get("base_url") if same_model else None)
     ledger = Ledger(layout.ledger_path)
     chat = ChatModel.from_name(str(name), ledger=ledger, base_url=url, api_key=api_key).with_tags(
