@@ -21,6 +21,7 @@ from runner.config import load_run_config
 from runner.demo_policy import DEMO_PLANS, PlannedReplies, action_reply
 from runner.environments import FixedPool
 from runner.models import build_models
+from runner.report import write_report
 from runner.retry import RetryUntilSuccess
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
@@ -111,6 +112,10 @@ async def test_retry_stops_at_the_first_accepted_attempt_then_the_commands_grade
     # The critic saw the attempt's own last screens: two images, the last one the final screen.
     shown = replies.critic_requests[1].messages[-1].parts()
     assert sum(1 for p in shown if type(p).__name__ == "ImagePart") == 2
+    # The report shows the retry's pick and each attempt's deliberation.
+    html = (await asyncio.to_thread(write_report, run.layout)).read_text()
+    assert "retry-lastk" in html and html.count('<details class="critic">') == 2
+    assert "lastk (openai/critic-model): REJECT after 1 calls" in html and "the list is unchanged" in html
 
     # The same folder through the commands (each in a thread: they run their own event loop).
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
