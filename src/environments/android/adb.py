@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
-import adbutils
-from adbutils.errors import AdbError, AdbTimeout
+import adbutils  # type: ignore[import-untyped]
+from adbutils.errors import AdbError, AdbTimeout  # type: ignore[import-untyped]
 
 from core.protocols import EnvironmentLost, ExecResult
 
