@@ -3,6 +3,7 @@ them, the higher-scored one is executed in mousepad, and the next screen shows i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -60,6 +61,11 @@ async def test_the_higher_scored_candidate_is_executed(live_desktop: LiveDesktop
     live_desktop.xdotool("windowfocus", "--sync", live_desktop.window)  # no window manager: focus directly
     live_desktop.xdotool("key", "ctrl+End")
     live_desktop.xdotool("type", "--delay", "5", typed[1])
-    after = await parser.parse(live_desktop.screenshot())
-    contents = " | ".join(e.content for e in after.elements)
+    contents = ""
+    for _ in range(20):  # the editor repaints a moment after the last key
+        after = await parser.parse(live_desktop.screenshot())
+        contents = " | ".join(e.content for e in after.elements)
+        if GOOD in contents:
+            break
+        await asyncio.sleep(0.25)
     assert GOOD in contents and BAD not in contents
