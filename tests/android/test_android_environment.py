@@ -179,3 +179,13 @@ async def test_closed_environment_refuses_work(android_env: AndroidEnvironment) 
     await android_env.close()
     with pytest.raises(EnvironmentLost, match="closed"):
         await android_env.screenshot()
+
+
+async def test_touches_are_marked_only_when_asked(android_env: AndroidEnvironment, fleet: FakeFleet) -> None:
+    await android_env.act(ops({"op": "tap", "x": 500, "y": 900}))
+    plain = await android_env.screenshot()
+    android_env.mark_touches = True
+    marked = await android_env.screenshot()
+    with Image.open(io.BytesIO(plain)) as a, Image.open(io.BytesIO(marked)) as b:
+        assert a.convert("RGB").getpixel((500, 900)) != b.convert("RGB").getpixel((500, 900))
+        assert a.convert("RGB").getpixel((20, 500)) == b.convert("RGB").getpixel((20, 500))

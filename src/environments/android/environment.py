@@ -2,7 +2,8 @@
 
 `act` takes the JSON op list that `agent_s3.compile_android` produces (see `ops`), never
 code. Phones have no pointer: `cursor_position` is where the last touch landed (the screen's
-centre before any), and screenshots mark it the way a desktop's show the pointer. There is no
+centre before any); screenshots are the device's own, unmarked, as an emulator's are, unless
+`mark_touches` asks for the last touch to be drawn the way desktops draw the pointer. There is no
 sandbox (no coding agent on Android). Revert loads an emulator VM snapshot through the
 console; a physical device cannot revert and says so.
 """
@@ -68,8 +69,10 @@ class AndroidEnvironment(Environment):
         snapshot: str = "agent_s3_start",
         apps: dict[str, str] | None = None,
         settle: float = 0.5,
+        mark_touches: bool = False,
     ) -> None:
         self.name = name or link.serial
+        self.mark_touches = mark_touches
         self.link = link
         self.console = console
         self.snapshot = snapshot
@@ -109,7 +112,7 @@ class AndroidEnvironment(Environment):
     async def screenshot(self) -> bytes:
         self._check()
         data = await self._raw_screenshot()
-        if self._touch is None:
+        if self._touch is None or not self.mark_touches:
             return data
         x, y = self._touch
 
