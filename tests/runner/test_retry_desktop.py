@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from runner_helpers import desktops_missing
 from typer.testing import CliRunner
 
 from core.llm import Ledger, Reply, Script, ScriptRequest
@@ -152,3 +155,32 @@ async def test_retry_stops_at_the_cap_when_the_critic_never_accepts(local_env: L
     assert [a.accepted for a in strategy.history[task.id]] == [False, False]
     selection = run.task_dir.read_selection()
     assert selection is not None and selection.reasoning.startswith("no attempt was accepted within 2")
+
+
+async def test_agent_s3_run_with_the_retry_strategy_as_a_subprocess(tmp_path: Path) -> None:
+    cli = Path(sys.executable).with_name("agent-s3")
+    if not cli.exists() or desktops_missing() is not None:
+        pytest.skip(desktops_missing() or "the agent-s3 console script is not installed here")
+    replies = PolicyAndCritic(rewards=[0, 1], solve_after=1)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(AGENT_S3_ENV_DIR=str(tmp_path / "envs"), OPENAI_API_KEY=KEY, COLUMNS="300")
+    async with OpenAIServer(Script("retry-cli", [replies] * 200), api_key=KEY) as server:
+        proc = await asyncio.create_subprocess_exec(
+            str(cli), "run", "--task", TASK_ID, "--model", "openai/policy-model", "--base-url", server.base_url,
+            "--strategy", "retry", "--attempts", "3", "--critic", "lastk", "--critic-model", "openai/critic-model",
+            "-c", f"critic.model.base_url={server.base_url}", "--settle", "0.2", "--max-steps", "8",
+            "--out", str(tmp_path / "runs"), "--run-id", "retry-cli",
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=150)
+    stdout = out.decode()
+    assert proc.returncode == 0, stdout + err.decode()
+    assert "retry attempt 0: done after 1 steps, score 0; critic REJECT: the list is unchanged" in stdout
+    assert "retry attempt 1: done after 5 steps, score 1; critic ACCEPT: apples is the last line" in stdout
+    assert "score 1 (the task's evaluator)" in stdout and not replies.rewards
+    run = tmp_path / "runs" / "retry-cli"
+    result = json.loads((run / TASK_ID / "result.json").read_text())
+    assert result["selected"] == 1 and result["scores"] == {"0": 0.0, "1": 1.0}
+    config = json.loads((run / "config.json").read_text())
+    assert config["strategy"] == "retry" and config["critic"]["name"] == "lastk"
+    assert config["critic"]["model"]["model"] == "openai/critic-model" and KEY not in (run / "config.json").read_text()
