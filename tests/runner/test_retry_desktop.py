@@ -184,3 +184,67 @@ async def test_agent_s3_run_with_the_retry_strategy_as_a_subprocess(tmp_path: Pa
     config = json.loads((run / "config.json").read_text())
     assert config["strategy"] == "retry" and config["critic"]["name"] == "lastk"
     assert config["critic"]["model"]["model"] == "openai/critic-model" and KEY not in (run / "config.json").read_text()
+
+
+@dataclass
+class SolveAndThemis:
+    """The policy solves the task; OS-Themis's four roles answer as a careful critic would:
+    one milestone (typing the item, step 2), verified, a sound review, then completed."""
+
+    seen: dict[str, list[ScriptRequest]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.solve = PlannedReplies(plan=list(DEMO_PLANS[TASK_ID].plan))
+
+    def __call__(self, request: ScriptRequest) -> str:
+        system = next((m.text() for m in request.messages if m.role == "system"), "")
+        for marker, role, reply in (
+            ("You choose the milestones", "selector", {
+                "milestones": [{"step": 2, "goal": "'apples' is on its own line at the end of the list",
+                                "why": "the task is to add that item"}],
+                "done": True, "reason": "typing the item is what the task asks; saving is checked by the judge"}),
+            ("You verify one milestone", "verifier", {
+                "step": 2, "verdict": 1, "evidence": ["the last line of the editor reads apples"]}),
+            ("You audit the evidence", "reviewer", {"sound": True, "summary": "the evidence shows the item"}),
+            ("You decide whether a computer-use agent completed", "judge", {
+                "decision": "completed", "reason": "apples was added and the file saved", "key_steps": [2]}),
+        ):
+            if marker in system:
+                self.seen.setdefault(role, []).append(request)
+                return json.dumps(reply)
+        return self.solve(request)
+
+
+async def test_retry_with_the_themis_critic_accepts_a_solved_first_attempt(
+        local_env: LocalEnvironment, tmp_path: Path) -> None:
+    task = resolve_task(TASK_ID)
+    replies = SolveAndThemis()
+    async with OpenAIServer(Script("retry-themis", [replies] * 200), api_key=KEY) as server:
+        cfg = load_run_config([{
+            "policy": {"model": "openai/policy-model", "base_url": server.base_url, "api_key": KEY},
+            "rollout": {"settle_seconds": 0.2, "max_steps": 8},
+            "strategy": "retry", "critic": {"name": "themis", "attempts": 3},
+        }])
+        layout = RunLayout(tmp_path / "runs", "retry-themis", durable=False)
+        layout.path.mkdir(parents=True)
+        ledger = Ledger(layout.ledger_path)
+        models = build_models(cfg, ledger)
+        strategy = RetryUntilSuccess()
+        run = TaskRun(task=task, layout=layout, config=cfg, pool=FixedPool(local_env), models=models, ledger=ledger)
+        try:
+            result = await strategy(run)
+        finally:
+            await models.aclose()
+
+    assert run.task_dir.rollout_indices() == [0] and result.selected == 0 and result.selected_score == 1.0
+    assert {role: len(v) for role, v in replies.seen.items()} == {"selector": 1, "verifier": 1, "reviewer": 1, "judge": 1}
+    # The critic used the policy's model (no critic model configured); its calls are module "critic".
+    critic_calls = [r for r in ledger.records if r.module == "critic"]
+    assert len(critic_calls) == 4 and {r.model for r in critic_calls} == {"openai/policy-model"}
+    # The verifier was shown the real before and after screens of step 2.
+    verifier = replies.seen["verifier"][0]
+    images = [p for m in verifier.messages for p in m.parts() if type(p).__name__ == "ImagePart"]
+    assert len(images) == 2
+    verdict = json.loads((run.layout.rollout(task.id, 0).path / "critic-themis.json").read_text())
+    assert verdict["reward"] == 1 and verdict["record"]["kind"] == "themis"
+    assert verdict["record"]["passes"][0]["rounds"][0]["checks"][0]["milestone"]["step"] == 2
