@@ -169,10 +169,19 @@ class WideScaling:
         narrator = LiveNarrator(builder) if builder is not None else None
         hooked = dataclasses.replace(run, hooks=[*run.hooks, narrator.hook] if narrator else list(run.hooks))
 
+        candidates: dict[int, Candidate] = {}
+
         async def one(slot: RolloutSlot) -> None:
-            outcomes[slot.index] = await self._rollout(hooked, slot, sets[slot.index], narrator)
-            timings.rollout_ends[slot.index] = time.perf_counter()
-            timings.rollout_seconds[slot.index] = outcomes[slot.index].result.seconds
+            k = slot.index
+            outcome = outcomes[k] = await self._rollout(hooked, slot, sets[k], narrator)
+            timings.rollout_ends[k] = time.perf_counter()
+            timings.rollout_seconds[k] = outcome.result.seconds
+            if narrator is not None and builder is not None and outcome.result.status in AGENT_OUTCOMES:
+                # built now, while other rollouts run, so the judge waits only on the last one
+                await narrator.settle(k)
+                header = await asyncio.to_thread(run.task_dir.rollout(k).read_info)
+                candidates[k] = await builder.candidate(k, ending=ending_of(header))
+                await asyncio.to_thread(run.task_dir.write_narrative, builder.narrative(k))
 
         async with AsyncExitStack() as stack:
             if narrator is not None:
@@ -185,7 +194,7 @@ class WideScaling:
         ordered = [outcomes[k] for k in sorted(outcomes)]
         self.outcomes[task_id] = ordered
         timings.judge_started = time.perf_counter()
-        selection = await self._select(run, builder, which, ordered, base_seed)
+        selection = await self._select(run, builder, which, [candidates[k] for k in sorted(candidates)], base_seed)
         timings.selected = time.perf_counter()
         self.selections[task_id] = selection
         chosen = selection.chosen if selection is not None else None
@@ -240,22 +249,18 @@ class WideScaling:
             rd.finish("errored", reason)
 
     async def _select(self, run: TaskRun, builder: NarrativeBuilder | None, which: str | None,
-                      outcomes: list[RolloutOutcome], seed: int) -> Selection | None:
-        """The judge's pick among rollouts that ended by the agent's doing (None: no judge)."""
+                      candidates: list[Candidate], seed: int) -> Selection | None:
+        """The judge's pick among the candidates, the rollouts that ended by the agent's
+        doing (None: no judge)."""
         if builder is None or which is None:
             return None
-        finished = [o for o in outcomes if o.result.status in AGENT_OUTCOMES]
-        headers = await asyncio.to_thread(run.task_dir.headers)
-        candidates: list[Candidate] = [
-            await builder.candidate(o.index, ending=ending_of(headers.get(o.index))) for o in finished
-        ]
         wide = run.config.wide
         cfg = wide.judging if wide.judging.seed is not None else wide.judging.model_copy(update={"seed": seed})
         judge = make_judge(which, builder.model, JudgeConfig.model_validate(cfg.model_dump()))
         selection = await judge(run.task.instruction, candidates)
 
         def store() -> None:
-            for k in builder.rollouts():
+            for k in builder.rollouts():  # world-failed rollouts' narratives too, for the report
                 run.task_dir.write_narrative(builder.narrative(k))
             run.task_dir.write_selection(selection)
 
