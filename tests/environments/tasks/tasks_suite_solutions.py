@@ -87,11 +87,16 @@ def _save_as(path: str) -> list[Step]:
     return [Key("ctrl+shift+s"), window("Save As"), Pause(0.5), Key("ctrl+a"), Type(path), Pause(0.3), Key("enter")]
 
 
+#: An agent looks at the screen before its first action; LibreOffice may still be settling
+#: in the first second after its window maps, and keys sent then can be lost.
+LOOK = Pause(1.0)
+
+
 def _calc_goto(cell: str) -> list[Step]:
     """Go to a cell (e.g. ``B7``) from A1 with the arrow keys, as a keyboard user would."""
     column = ord(cell[0].upper()) - ord("A")
     row = int(cell[1:]) - 1
-    return [Key("ctrl+home"), *[Key("right")] * column, *[Key("down")] * row]
+    return [LOOK, Key("ctrl+home"), *[Key("right")] * column, *[Key("down")] * row]
 
 
 SOLUTIONS: dict[str, list[Step]] = {
@@ -180,6 +185,7 @@ SOLUTIONS: dict[str, list[Step]] = {
         Type("48\n"),
     ],
     "writer-retitle": [
+        LOOK,
         Key("ctrl+home"),
         Key("shift+end"),
         Type("Final memo"),
@@ -189,6 +195,7 @@ SOLUTIONS: dict[str, list[Step]] = {
         Pause(0.5),
     ],
     "writer-page-break": [
+        LOOK,
         Key("ctrl+home"),
         Key("down"),
         Key("down"),

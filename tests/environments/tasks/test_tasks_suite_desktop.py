@@ -100,7 +100,12 @@ async def test_suite_task_scores_zero_then_one(
 ) -> None:
     env, client = suite_env
     ctx = TaskContext(task=task, cache_dir=tmp_path / "cache" / task.id)
-    await run_setup(client, ctx)
-    assert await evaluate(client, ctx) == 0.0, "the fresh state already passes"
-    await perform(env, client, SOLUTIONS[task.id])
-    assert await evaluate(client, ctx) == 1.0, "the scripted solution did not pass"
+    shot = tmp_path / "screen.png"
+    try:
+        await run_setup(client, ctx)
+        assert await evaluate(client, ctx) == 0.0, "the fresh state already passes"
+        await perform(env, client, SOLUTIONS[task.id])
+        assert await evaluate(client, ctx) == 1.0, "the scripted solution did not pass"
+    except AssertionError as exc:
+        shot.write_bytes(await env.screenshot())
+        raise AssertionError(f"{exc} (screen: {shot}, fetched files: {ctx.cache_dir})") from exc
