@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from gprm_screens import EDITOR_TEXT, DesktopShot, RenderedScreen, grab, render_screen, start_xvfb
+from gprm_screens import EDITOR_TEXT, DesktopShot, LiveDesktop, RenderedScreen, render_screen, start_xvfb
 
 
 @pytest.fixture(scope="session")
 def rendered() -> RenderedScreen:
     return render_screen()
-
-
-@dataclass(frozen=True)
-class LiveDesktop:
-    """An Xvfb display with mousepad open on a file of known text."""
-
-    display: str
-    env: dict[str, str]
-    window: str
-    file: Path
-
-    def screenshot(self) -> bytes:
-        buf = io.BytesIO()
-        grab(self.display).save(buf, "PNG")
-        return buf.getvalue()
-
-    def xdotool(self, *args: str) -> None:
-        subprocess.run(["xdotool", *args], env=self.env, check=True, capture_output=True, timeout=30)
 
 
 @pytest.fixture(scope="module")

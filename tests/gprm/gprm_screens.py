@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -97,3 +98,21 @@ def grab(display: str) -> Image.Image:
     with mss.MSS(display=display) as sct:
         shot = sct.grab(sct.monitors[1])
         return Image.frombytes("RGB", shot.size, shot.bgra, "raw", "BGRX")
+
+
+@dataclass(frozen=True)
+class LiveDesktop:
+    """An Xvfb display with mousepad open on a file of known text."""
+
+    display: str
+    env: dict[str, str]
+    window: str
+    file: Path
+
+    def screenshot(self) -> bytes:
+        buf = io.BytesIO()
+        grab(self.display).save(buf, "PNG")
+        return buf.getvalue()
+
+    def xdotool(self, *args: str) -> None:
+        subprocess.run(["xdotool", *args], env=self.env, check=True, capture_output=True, timeout=30)
