@@ -92,3 +92,17 @@ def test_every_task_has_a_scripted_solution() -> None:
 
     assert set(SOLUTIONS) == {t.id for t in load_suite()}
     assert all(SOLUTIONS.values())
+
+
+def test_run_records_keep_the_suite_files_reachable() -> None:
+    """The runner stores tasks as `core.trajectory.Task`; converted back, fixtures still resolve."""
+    from environments.tasks.context import TaskContext, resolve_local
+    from environments.tasks.convert import from_core_task, to_core_task
+
+    for task in load_suite():
+        back = from_core_task(to_core_task(task))
+        assert back.id == task.id and back.base_dir == task.base_dir
+        ctx = TaskContext(task=back, cache_dir=Path("/nonexistent-cache"))
+        for call in back.evaluator.calls():
+            if call.expected is not None and call.expected.type == "cloud_file":
+                assert resolve_local(ctx, call.expected.params["path"], "unused").is_file()
