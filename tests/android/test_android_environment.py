@@ -52,6 +52,7 @@ async def test_tap_opens_an_app_and_keys_navigate(android_env: AndroidEnvironmen
         "100%s literal %s and 50% sure",
         "back\\slash * ? ~ # ! {a,b} [x]",
         "  two  spaces  ",
+        "long " * 90 + "%s end",
     ],
 )
 async def test_typed_text_arrives_exactly(
@@ -153,7 +154,7 @@ async def test_physical_device_cannot_revert(fleet: FakeFleet) -> None:
         await env.revert()
 
 
-async def test_wrong_console_token_is_one_clear_error(fleet: FakeFleet, tmp_path: object) -> None:
+async def test_wrong_console_token_is_one_clear_error(fleet: FakeFleet) -> None:
     bad = fleet.token_path.with_name("bad-token")
     bad.write_text("nope")
     console = EmulatorConsole(fleet.consoles[0].port, token_path=bad)
@@ -189,3 +190,9 @@ async def test_touches_are_marked_only_when_asked(android_env: AndroidEnvironmen
     with Image.open(io.BytesIO(plain)) as a, Image.open(io.BytesIO(marked)) as b:
         assert a.convert("RGB").getpixel((500, 900)) != b.convert("RGB").getpixel((500, 900))
         assert a.convert("RGB").getpixel((20, 500)) == b.convert("RGB").getpixel((20, 500))
+
+
+async def test_a_hung_command_times_out_without_losing_the_device(android_env: AndroidEnvironment) -> None:
+    result = await android_env.link.shell("sleep 2", timeout=0.3)
+    assert result.status == "timeout"
+    assert (await android_env.link.shell("echo alive")).stdout == "alive\n"

@@ -12,9 +12,10 @@ import pytest
 from agent_s3.compile_android import android_worker
 from agent_s3.config import GroundingConfig, WorkerConfig
 from agent_s3.grounding import Grounder
-from core.llm import ChatModel, Reply, Script
+from core.llm import ChatModel, Reply, Script, ScriptRequest
 from core.trajectory import RolloutDir, RolloutInfo
 from environments.android import AdbTaskClient, AndroidEnvironment
+from environments.android.fake import FakeFleet
 from environments.tasks import TaskContext, evaluate, run_setup
 from environments.tasks.android_suite import android_task, load_android_suite
 from runner.config import RolloutConfig
@@ -70,3 +71,26 @@ async def test_runner_rollout_completes_an_android_task(
     assert json.loads(steps[1].code or "") == [{"op": "tap", "x": 480, "y": 177}]
     assert rollout_dir.read_screenshot(steps[1], "after") != rollout_dir.read_screenshot(steps[1], "before")
     assert await evaluate(client, ctx) == 1.0
+
+
+async def test_an_emulator_that_dies_mid_rollout_ends_it_as_environment_lost(
+    android_env: AndroidEnvironment, fleet: FakeFleet, tmp_path: Path
+) -> None:
+    def open_then_die(request: ScriptRequest) -> str:
+        fleet.devices[0].online = False
+        return 'The emulator is up.\n```python\nagent.open("Settings")\n```'
+
+    Script("pol", [open_then_die])
+    worker = android_worker(ChatModel.from_name("scripted/pol"), WorkerConfig(reflection=False))
+    rollout_dir = RolloutDir(tmp_path / "run" / "t" / "rollout-0", "t", 0)
+    info = RolloutInfo(run_id="r", task_id="t", rollout=0, model="scripted/pol", started_at=time.time())
+    result = await Rollout(
+        env=android_env,
+        worker=worker,
+        instruction="Open Settings",
+        rollout_dir=rollout_dir,
+        info=info,
+        config=RolloutConfig(settle_seconds=0),
+    ).run()
+    assert result.status == "environment_lost" and "offline" in (result.reason or "")
+    assert rollout_dir.step_count() == 1

@@ -19,8 +19,6 @@ from core.protocols import EnvironmentLost, ExecResult
 
 __all__ = ["AdbLink", "list_devices"]
 
-_LOST_WORDS = ("not found", "offline", "closed", "no devices", "unauthorized", "connection")
-
 
 def _reachable(host: str, port: int) -> None:
     """Fail fast (and never let the client start a real adb server) when nothing listens."""
