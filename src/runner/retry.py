@@ -16,15 +16,13 @@ pluggable (`RolloutStep`, by default `run_rollout`), so a guided rollout can be 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from core.llm import ChatModel, Ledger
-from core.llm.provider import provider_class, split_name
+from core.llm import ChatModel, Ledger, MissingAPIKeyError, ModelError
 from core.protocols import Environment
 from core.trajectory import Selection, TaskResult
 from themis import CRITICS, Verdict, grade_rollout, make_critic
@@ -98,11 +96,14 @@ def check_critic(cfg: RunConfig) -> None:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"critic.options.{where}: {first['msg']} (options: {', '.join(options_model.model_fields)})") from None
-    model = section.model or cfg.policy
-    api = provider_class(split_name(model.model)[0])
-    variable = getattr(api, "key_variable", None)
-    if getattr(api, "key_required", False) and variable and model.api_key is None and not os.environ.get(variable):
-        raise ValueError(f"the critic's model {model.model} needs an API key: set {variable}")
+    if section.model is None:
+        return  # the policy's model: checked with the policy
+    try:
+        critic_model(section.model, Ledger())  # built and dropped: no connection is opened yet
+    except MissingAPIKeyError as e:
+        raise ValueError(f"the critic's model {section.model.model} needs an API key: set {e.variable}") from None
+    except ModelError as e:
+        raise ValueError(f"the critic's model: {e}") from None
 
 
 @dataclass
