@@ -168,6 +168,7 @@ async def test_bad_critic_options_fail_before_any_rollout(tmp_path: Path) -> Non
 
 def test_check_critic_refuses_what_cannot_work(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     scripted = load_run_config([{"strategy": "retry", "policy": {"model": "scripted/demo"}}])
     with pytest.raises(ValueError, match="--critic-model"):
         check_critic(scripted)
@@ -175,6 +176,9 @@ def test_check_critic_refuses_what_cannot_work(monkeypatch: pytest.MonkeyPatch) 
                                "critic": {"model": {"model": "openai/gpt-5"}}}])
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         check_critic(no_key)
+    anthropic = load_run_config([{"strategy": "retry", "critic": {"model": {"model": "anthropic/claude-x"}}}])
+    with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
+        check_critic(anthropic)
     bad = load_run_config([{"strategy": "retry", "policy": {"model": "scripted/demo"},
                             "critic": {"name": "lastk", "options": {"k": 0}, "model": {"model": "scripted/c"}}}])
     with pytest.raises(ValueError, match=r"critic.options.k"):
