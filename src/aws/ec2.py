@@ -12,9 +12,10 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, NoCredentialsError
 
 from .config import FleetConfig
+from .errors import FleetError
 from .tags import MARKER, InstanceRecord
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "ec2_client",
     "find_tagged",
     "launch_request",
+    "run_instance",
     "shutdown_script",
     "terminate",
 ]
@@ -93,6 +95,23 @@ def launch_request(cfg: FleetConfig, tags: Mapping[str, str], client_token: str)
         # boto3 base64-encodes UserData of run_instances itself.
         request["UserData"] = shutdown_script(max(1, round(ttl / 60)))
     return request
+
+
+def run_instance(client: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """`run_instances`, with the failures a user can fix turned into one `FleetError` line."""
+    try:
+        return dict(client.run_instances(**request))
+    except NoCredentialsError as exc:
+        raise FleetError(
+            "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+        ) from exc
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code, message = error.get("Code", "?"), error.get("Message", "")
+        raise FleetError(
+            f"EC2 refused to launch a desktop ({code}): {message}; check the image, subnet, "
+            f"security group and instance type of the fleet configuration, and the account's limits"
+        ) from exc
 
 
 def describe(client: Any, region: str, instance_ids: Iterable[str]) -> list[InstanceRecord]:

@@ -11,6 +11,8 @@ terminate it all; the blocking EC2 calls run on the fleet's own threads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import getpass
 import logging
 import os
@@ -80,6 +82,7 @@ class Fleet:
         self._closed = False
         self._swept = False
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_closed = False
 
     async def __aenter__(self) -> Fleet:
         return self
@@ -116,7 +119,7 @@ class Fleet:
                 rollout=machine.rollout,
                 expires_at=None if ttl is None else now + ttl,
             )
-            reply = self._client.run_instances(**ec2.launch_request(cfg, tags, uuid.uuid4().hex))
+            reply = ec2.run_instance(self._client, ec2.launch_request(cfg, tags, uuid.uuid4().hex))
             record = InstanceRecord.from_ec2(reply["Instances"][0], self.region)
         finally:
             with self._lock:
@@ -182,6 +185,8 @@ class Fleet:
     # -- async surface ----------------------------------------------------------------------
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._pool_closed:
+            raise FleetClosed(f"fleet {self.fleet_id} is closed; start a new one")
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
                 max_workers=min(64, 2 * self.config.max_instances + 2), thread_name_prefix=f"fleet-{self.fleet_id}"
@@ -204,7 +209,7 @@ class Fleet:
     async def _bring_up(self, machine: Machine) -> None:
         attempts = self.config.launch_attempts
         for attempt in range(1, attempts + 1):
-            record = await self._call(self._run_instance, machine)
+            record = await self._launch_shielded(machine)
             try:
                 running = await self._call(self._wait_running, record.id)
                 if running is None:
@@ -217,7 +222,7 @@ class Fleet:
                     url,
                     timeout=self.config.healthy_timeout,
                     interval=self.config.probe_interval,
-                    alive=lambda rid=record.id: self.is_running(rid),
+                    alive=functools.partial(self.is_running, record.id),
                 )
             except BaseException:
                 await asyncio.shield(self._call(self._terminate, [record.id]))
@@ -237,6 +242,17 @@ class Fleet:
     async def state(self, instance_id: str) -> str:
         """The instance's EC2 state now (``gone`` when EC2 no longer knows it)."""
         return await self._call(self._state, instance_id)
+
+    async def _launch_shielded(self, machine: Machine) -> InstanceRecord:
+        """`_run_instance` on a thread; if cancelled meanwhile, what lands is terminated first."""
+        call = asyncio.ensure_future(self._call(self._run_instance, machine))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                landed = await call
+                await self._call(self._terminate, [landed.id])
+            raise
 
     async def is_running(self, instance_id: str) -> bool:
         return await self.state(instance_id) == "running"
@@ -272,8 +288,9 @@ class Fleet:
     async def close(self) -> None:
         """Terminate everything this fleet launched; safe to call twice."""
         try:
-            await asyncio.shield(self._call(self.terminate_everything))
+            await asyncio.shield(asyncio.to_thread(self.terminate_everything))
         finally:
             registry.unregister(self)
+            self._pool_closed = True
             if self._pool is not None:
                 self._pool.shutdown(wait=False)

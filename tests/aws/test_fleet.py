@@ -15,8 +15,10 @@ from aws import (
     CostCapReached,
     Fleet,
     FleetCapReached,
+    FleetClosed,
     FleetConfig,
     FleetConfigError,
+    FleetError,
     HttpProbe,
     UnhealthyDesktop,
 )
@@ -181,6 +183,21 @@ async def test_cancelled_launch_terminates_its_instance(
         with pytest.raises(asyncio.CancelledError):
             await task
         assert live(ec2, run_id) == [] and fleet.live == []
+
+
+async def test_a_refused_launch_says_what_to_fix_and_close_is_idempotent(
+    fleet_config: FleetConfig, run_id: str, desktop_server: DesktopServer, resolver: LoopbackResolver,
+    ec2: Any, live: Any,
+) -> None:  # fmt: skip
+    cfg = fleet_config.model_copy(update={"subnet_id": "subnet-00000000000000000"})
+    fleet = _fleet(cfg, run_id, desktop_server, resolver)
+    with pytest.raises(FleetError, match=r"EC2 refused to launch a desktop \(InvalidSubnetID\.NotFound\).*check the image, subnet"):
+        await fleet.launch("aws-1")
+    assert fleet.stats.launched == 0 and live(ec2, run_id) == []
+    await fleet.close()
+    await fleet.close()
+    with pytest.raises(FleetClosed, match="closed"):
+        await fleet.launch("aws-2")
 
 
 def test_config_reads_osworlds_variables_and_explains_mistakes() -> None:
