@@ -8,9 +8,9 @@ import json
 import re
 
 import pytest
+from gprm_screens import LiveDesktop
 from gprm_scripts import route
 
-from conftest import LiveDesktop
 from core.llm import ChatMessage, ChatModel, GenerateConfig, Reply, Script, ScriptRequest
 from gprm import Candidate, GuiPra, HistoryStep, LocalUIParser, propose_candidates
 
