@@ -14,7 +14,6 @@ import logging
 import os
 import signal
 import threading
-import weakref
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, Protocol
@@ -31,7 +30,8 @@ class Closable(Protocol):
         """Terminate every instance this fleet launched (blocking, idempotent)."""
 
 
-_FLEETS: weakref.WeakSet[Closable] = weakref.WeakSet()
+#: Strong references: a fleet dropped without `close` still owns instances to terminate.
+_FLEETS: set[Closable] = set()
 _LOCK = threading.Lock()
 _INSTALLED = False
 

@@ -2,7 +2,8 @@
 
 Run as ``python fleet_child.py '<json>'``; boto3 finds moto and the fake keys in the
 environment. With ``dead`` every instance's server is a closed loopback port, so the
-process stays in its health wait (a launch in progress) until it is signalled.
+process stays in its health wait (a launch in progress) until it is signalled. With
+``exit_without_closing`` it launches one and returns without closing the fleet.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ async def main(args: dict[str, object]) -> None:
         return url
 
     fleet = Fleet(cfg, run_id=str(args["run_id"]), probe=HttpProbe(str(args["token"])), resolve=resolve)
+    if args.get("exit_without_closing"):  # a program that forgets to close: atexit must clean up
+        machine = await fleet.launch("aws-0")
+        print("ready", machine.instance_id, flush=True)
+        return
     async with fleet:
         count = int(args["count"])  # type: ignore[call-overload]
         machines = await asyncio.gather(*(fleet.launch(f"aws-{k}", rollout=k) for k in range(count)))

@@ -20,7 +20,9 @@ from aws import (
     FleetConfigError,
     FleetError,
     HttpProbe,
+    InstanceRecord,
     UnhealthyDesktop,
+    server_address,
 )
 from aws.tags import EXPIRES, FLEET, MARKER, MARKER_VALUE, OWNER, ROLLOUT, RUN, TASK, parse_time
 
@@ -216,3 +218,12 @@ def test_config_reads_osworlds_variables_and_explains_mistakes() -> None:
         FleetConfig(region="eu-west-3").resolved({}).image_id()
     with pytest.raises(FleetConfigError, match="no desktop image for 1280x720 in us-east-1"):
         FleetConfig(screen="1280x720").resolved({}).image_id()
+
+
+def test_desktops_are_reached_over_the_private_ip_unless_public_is_asked_for() -> None:
+    record = InstanceRecord("i-1", "us-east-1", "running", "t3.xlarge", IMAGE, "172.31.3.4", "54.1.2.3", None)
+    assert server_address(FleetConfig())(record) == "http://172.31.3.4:5000"
+    assert server_address(FleetConfig(public_ip=True, server_port=5050))(record) == "http://54.1.2.3:5050"
+    private_only = InstanceRecord("i-2", "us-east-1", "running", "t3.xlarge", IMAGE, "172.31.3.5", None, None)
+    with pytest.raises(FleetError, match="i-2 has no public IP address: launch it in a subnet that assigns public IPs"):
+        server_address(FleetConfig(public_ip=True))(private_only)

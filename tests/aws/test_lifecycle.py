@@ -115,6 +115,16 @@ def test_ctrl_c_terminates_what_was_launched(
     _assert_no_secrets(tmp_path)
 
 
+def test_normal_exit_without_close_terminates_at_exit(
+    tmp_path: Path, network: Network, desktop_server: DesktopServer, ec2: Any, live: Any, run_id: str
+) -> None:
+    child = _spawn(tmp_path, network, desktop_server, run_id, exit_without_closing=True)
+    ids = _ready(child)
+    assert child.wait(timeout=60) == 0
+    assert len(ids) == 1 and live(ec2, run_id) == []
+    _assert_no_secrets(tmp_path)
+
+
 async def test_reap_without_run_id_takes_expired_instances_and_keeps_live_runs(
     fleet_config: FleetConfig, desktop_server: DesktopServer, resolver: LoopbackResolver, ec2: Any,
     live: Any, run_id: str,
