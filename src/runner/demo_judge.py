@@ -15,7 +15,7 @@ import re
 
 from core.llm import Script, ScriptRequest
 
-__all__ = ["DEMO_JUDGE_MODEL", "DEMO_JUDGE_NOTE", "register_demo_judge"]
+__all__ = ["DEMO_JUDGE_MODEL", "DEMO_JUDGE_NOTE", "demo_judge_reply", "register_demo_judge"]
 
 DEMO_JUDGE_MODEL = "scripted/demo-judge"
 DEMO_JUDGE_NOTE = "scripted demo narrator and judge: replies come from fixed rules, not from a model"
@@ -45,7 +45,8 @@ def _facts(text: str) -> list[str]:
     return facts or ["No visible change could be established"]
 
 
-def _reply(request: ScriptRequest) -> str:
+def demo_judge_reply(request: ScriptRequest) -> str:
+    """The narrator's or the judge's reply to `request`, by its system prompt."""
     system = next((m.text() for m in request.messages if m.role == "system"), "")
     text = "\n".join(m.text() for m in request.messages if m.role != "system")
     if system.startswith("You describe what a single computer action"):
@@ -61,5 +62,5 @@ def _reply(request: ScriptRequest) -> str:
 
 def register_demo_judge() -> str:
     """Register the scripted narrator and judge; returns its model name."""
-    Script(DEMO_JUDGE_MODEL.split("/", 1)[1], [_reply] * 2000)
+    Script(DEMO_JUDGE_MODEL.split("/", 1)[1], [demo_judge_reply] * 2000)
     return DEMO_JUDGE_MODEL

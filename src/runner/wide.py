@@ -68,8 +68,15 @@ class WideTimings:
     started: float = 0.0
     rollout_ends: dict[int, float] = field(default_factory=dict)
     rollout_seconds: dict[int, float] = field(default_factory=dict)
+    """Seconds of each rollout's agent loop (without task setup and scoring)."""
+    rollout_starts: dict[int, float] = field(default_factory=dict)
+    """When each rollout began: borrowing its environment, then setting the task up."""
     judge_started: float | None = None
     selected: float | None = None
+
+    def span(self, k: int) -> float:
+        """Rollout k from its start to its end: setup, agent loop, scoring (and retries)."""
+        return self.rollout_ends[k] - self.rollout_starts[k]
 
     @property
     def last_end(self) -> float:
@@ -173,6 +180,7 @@ class WideScaling:
 
         async def one(slot: RolloutSlot) -> None:
             k = slot.index
+            timings.rollout_starts[k] = time.perf_counter()
             outcome = outcomes[k] = await self._rollout(hooked, slot, sets[k], narrator)
             timings.rollout_ends[k] = time.perf_counter()
             timings.rollout_seconds[k] = outcome.result.seconds
