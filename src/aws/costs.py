@@ -53,14 +53,15 @@ class CostBook:
             )
         return price
 
-    def check(self, instance_type: str, now: float) -> None:
-        """Raise `CostCapReached` if one more instance could exceed the cap."""
+    def check(self, instance_type: str, now: float, *, pending: int = 0) -> None:
+        """Raise `CostCapReached` if one more instance (after `pending` launches still on the
+        wire, of the same type) could exceed the cap."""
         if self.cap is None:
             return
         price = self.price(instance_type)
         with self._lock:
             committed = self._committed(now)
-        extra = price * self._reserve_seconds() / 3600.0
+        extra = (1 + pending) * price * self._reserve_seconds() / 3600.0
         if committed + extra > self.cap + 1e-9:
             raise CostCapReached(
                 f"launching another {instance_type} could bring the fleet's estimated cost to "

@@ -104,7 +104,7 @@ class Fleet:
                     f"max_instances or run fewer desktops at once"
                 )
             now = self._clock()
-            self.costs.check(cfg.instance_type or "", now)
+            self.costs.check(cfg.instance_type or "", now, pending=self._inflight)
             self._inflight += 1
         record: InstanceRecord | None = None
         try:

@@ -142,6 +142,10 @@ async def test_cost_cap_refuses_before_launching(
         await fleet.release(first)
         await fleet.launch("aws-4")
         assert fleet.costs.spent(time.time()) < 0.1
+    async with _fleet(cfg, run_id + "-at-once", desktop_server, resolver) as fleet:
+        results = await asyncio.gather(*(fleet.launch(f"aws-{k}") for k in range(3)), return_exceptions=True)
+        refused = [r for r in results if isinstance(r, CostCapReached)]
+        assert len(refused) == 1 and len(live(ec2, run_id + "-at-once")) == 2  # launches on the wire count too
     unpriced = fleet_config.model_copy(update={"instance_type": "x9.huge", "max_cost": 5.0})
     async with _fleet(unpriced, run_id, desktop_server, resolver) as fleet:
         with pytest.raises(CostCapReached, match=r"no hourly price for x9\.huge"):
