@@ -49,8 +49,13 @@ def unregister(fleet: Closable) -> None:
 
 def terminate_all() -> None:
     """Terminate what every registered fleet launched; errors are logged, never raised."""
-    with _LOCK:
+    # The signal handler may have interrupted a main thread that holds the lock: do not wait on it.
+    locked = _LOCK.acquire(timeout=1.0)
+    try:
         fleets = list(_FLEETS)
+    finally:
+        if locked:
+            _LOCK.release()
     for fleet in fleets:
         try:
             fleet.terminate_everything()

@@ -157,3 +157,14 @@ def test_orphan_rules() -> None:
     assert orphan_reason(record(**{RUN: "r", HOST: "elsewhere", PID: str(gone.pid)}), now=now, host=here) is None
     assert orphan_reason(record(**{RUN: "r"}), now=now, run_id="r") == "run r"
     assert orphan_reason(record(**{RUN: "r"}), now=now, everything=True) is not None
+
+
+def test_cli_without_credentials_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    for command in (["ls"], ["reap", "--dry-run"]):
+        out = CliRunner().invoke(app, command)
+        assert out.exit_code == 1
+        assert out.output.strip().splitlines()[-1] == (
+            "error: no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+        )
