@@ -1,6 +1,15 @@
 """GUI-PRA step guide: scores K candidate actions with dynamic memory and UI perception
 tools and picks the best; also the standard-PRM baseline. A function of data and a chat
-model: candidates and history arrive as plain data, the choice leaves with its record."""
+model: candidates and history arrive as plain data, the choice leaves with its record.
+
+One step, as a runner wires it (one guide per rollout; it carries memory between steps)::
+
+    guide = make_guide("gprm", model)                    # or "prm"; options: ocr=, parser=, pointer=, ...
+    batch = await propose_candidates(lambda cfg: propose_one(cfg), k=4)   # seeds 30, 42, 3407, ...
+    decision = await guide.choose(goal, screenshot_png, [HistoryStep.from_step(s) for s in steps],
+                                  [Candidate(thought=..., action=..., record=..., pointer=(x, y), seed=...)])
+    step.guide = decision.step_record()                  # scores, tools, evidence; images in decision.images
+"""
 
 from gprm.candidates import PAPER_SEEDS, CandidateBatch, candidate_configs, propose_candidates
 from gprm.elements import ParsedScreen, UIElement, draw_marks, draw_star
