@@ -52,7 +52,8 @@ def _layout(run_dir: Path) -> RunLayout:
 def _recorded(layout: RunLayout) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(judge model settings, narrative settings, judge settings) the run recorded."""
     config = layout.read_config() or {}
-    wide = config.get("wide") if isinstance(config.get("wide"), dict) else {}
+    found = config.get("wide")
+    wide: dict[str, Any] = found if isinstance(found, dict) else {}
     chosen = wide.get("judge_model") or config.get("policy") or {}
     return dict(chosen), dict(wide.get("narrative") or {}), dict(wide.get("judging") or {})
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
-from asyncio_pool import AioPool
+from asyncio_pool import AioPool  # type: ignore[import-untyped]
 
 from bjudge import Candidate, FactCache, JudgeConfig, NarrativeBuilder, make_judge
 from bjudge.representations import ending_of
