@@ -22,8 +22,6 @@ from core.llm import GenerateConfig
 __all__ = ["MixtureEntry", "MixtureError", "RolloutSlot", "assign", "parse_mixture"]
 
 _ITEM = re.compile(r"^(?P<model>[A-Za-z0-9_.-]+/[^*\s,]+)(?:\*(?P<count>\d+))?$")
-#: Temperature of mixture entries that set none: wide scaling wants varied rollouts.
-DEFAULT_TEMPERATURE = 1.0
 
 
 class MixtureError(ValueError):
@@ -43,8 +41,9 @@ class MixtureEntry(BaseModel):
     """Endpoint of an OpenAI- or Anthropic-compatible server; None uses the provider's."""
     api_key: SecretStr | None = None
     """Key for this endpoint; None reads the provider's variable."""
-    decoding: GenerateConfig = Field(default_factory=lambda: GenerateConfig(temperature=DEFAULT_TEMPERATURE))
-    """Decoding of this model's calls; the seed is set per rollout."""
+    decoding: GenerateConfig = Field(default_factory=GenerateConfig)
+    """Decoding of this model's calls; the seed is set per rollout, and the policy's calls
+    without a temperature get the wide strategy's (stochastic) one."""
 
 
 @dataclass(frozen=True, slots=True)

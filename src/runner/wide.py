@@ -116,13 +116,11 @@ class WideScaling:
         return [MixtureEntry(model=policy.model, count=wide.rollouts or 1, base_url=policy.base_url,
                              api_key=policy.api_key, decoding=policy.generate)]
 
-    def _policy(self, run: TaskRun, entry: MixtureEntry) -> ChatModel:
+    def _plain(self, run: TaskRun, entry: MixtureEntry) -> ChatModel:
+        """The entry's model with its own decoding (grounding, coding, reflection use it)."""
         wide, policy = run.config.wide, run.config.policy
-        decoding = _stochastic(entry.decoding, wide.temperature)
         if entry.model == policy.model and entry.base_url == policy.base_url and wide.per_provider is None:
-            shared = copy.copy(run.models.policy)  # the run's own connections
-            shared.config = _stochastic(shared.config.merged(entry.decoding), wide.temperature)
-            return shared
+            return run.models.policy  # the run's own model and connections
         key = entry.model_dump_json(exclude={"count"})
         model = self._models.get(key)
         if model is None:
@@ -130,17 +128,19 @@ class WideScaling:
                 entry.model, ledger=run.ledger, base_url=entry.base_url,
                 api_key=entry.api_key.get_secret_value() if entry.api_key else None,
                 timeout=policy.timeout, max_connections=wide.per_provider or policy.max_connections,
-                config=decoding,
+                config=entry.decoding,
             )
         return model
 
     def _model_set(self, run: TaskRun, entry: MixtureEntry) -> ModelSet:
-        cfg, policy = run.config, self._policy(run, entry)
+        cfg, plain = run.config, self._plain(run, entry)
+        policy = copy.copy(plain)  # shares the connections; only the policy decodes stochastically
+        policy.config = _stochastic(plain.config.merged(entry.decoding), cfg.wide.temperature)
         return ModelSet(
             policy=policy,
-            grounding=run.models.grounding if cfg.grounding else policy,
-            code=run.models.code if cfg.code_model else policy,
-            reflection=run.models.reflection if cfg.reflection_model else policy,
+            grounding=run.models.grounding if cfg.grounding else plain,
+            code=run.models.code if cfg.code_model else plain,
+            reflection=run.models.reflection if cfg.reflection_model else plain,
         )
 
     def _judge_model(self, run: TaskRun) -> ChatModel:

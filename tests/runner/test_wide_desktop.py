@@ -219,6 +219,9 @@ def test_the_judge_sees_three_narratives_and_picks_the_solver(solved: WideRun) -
     for name, seed in (("wrong-item", 7), ("solver", 8), ("gives-up", 9)):
         policy = [r for r in solved.policy_requests[name] if r.messages[0].text().startswith("You operate")]
         assert policy and {r.config.seed for r in policy} == {seed} and {r.config.temperature for r in policy} == {1.0}
+    # Only the policy decodes stochastically; reflection and grounding keep their model's decoding.
+    others = [r for r in solved.policy_requests["solver"] if not r.messages[0].text().startswith("You operate")]
+    assert others and {r.config.temperature for r in others} == {None}
 
 
 async def test_rejudging_makes_no_narrative_call(solved: WideRun) -> None:

@@ -19,7 +19,7 @@ def test_text_form_with_counts_and_defaults() -> None:
     entries = parse_mixture("openai/gpt-5*5, anthropic/claude-opus-4-5*5,vllm/ui-tars")
     assert [(e.model, e.count) for e in entries] == [
         ("openai/gpt-5", 5), ("anthropic/claude-opus-4-5", 5), ("vllm/ui-tars", 1)]
-    assert all(e.decoding.temperature == 1.0 for e in entries)
+    assert all(e.decoding.temperature is None for e in entries)  # the strategy's temperature applies
 
 
 def test_yaml_file_with_endpoint_and_decoding(tmp_path: Path) -> None:
