@@ -46,7 +46,7 @@ class RolloutBoard:
     def watch(self, task_id: str, k: int, status: str, model: str, attempt: int) -> None:
         row = self.rows.setdefault((task_id, k), _Row(model=model))
         if status == "running" and row.status != "running":
-            row.started, row.ended, row.step, row.error = time.perf_counter(), None, 0, None
+            row.started, row.ended, row.step, row.error, row.action = time.perf_counter(), None, 0, None, ""
         row.status, row.attempt, row.model = status, attempt, model
         if status not in ("waiting", "starting", "running"):
             row.ended = time.perf_counter()

@@ -31,7 +31,7 @@ td,th{border:1px solid #ccc;padding:2px 8px;text-align:right} th:first-child,td:
 .step{border-top:1px solid #eee;margin-top:6px;padding-top:6px}
 .step code{background:#f3f3f3;padding:0 3px;word-break:break-all}
 .pics{display:flex;gap:4px;flex-wrap:wrap} .pics figure{margin:0;font-size:11px;color:#666}
-.pics img{width:128px;border:1px solid #ccc;display:block}
+.pics img{width:176px;border:1px solid #ccc;display:block}
 .facts{margin:4px 0 0 1.2em;padding:0} .error{color:#c00} .thought{color:#555;font-size:12px}
 pre{white-space:pre-wrap;background:#fff;border:1px solid #ddd;padding:8px;max-height:28em;overflow:auto}
 """
