@@ -214,12 +214,10 @@ class AWSProvider:
             probe=probe or HttpProbe(token),
             resolve=resolve,
         )
-        self._desktop_options = {
-            "platform": platform,
-            "with_sandbox": with_sandbox,
-            "action_timeout": action_timeout,
-            "state_check_interval": state_check_interval,
-        }
+        self.platform: Platform = platform
+        self.with_sandbox = with_sandbox
+        self.action_timeout = action_timeout
+        self.state_check_interval = state_check_interval
         self._envs: dict[str, AWSDesktop] = {}
         self._idle: asyncio.Queue[AWSDesktop] | None = None
         self._counter = 0
@@ -249,7 +247,16 @@ class AWSProvider:
         self._counter += 1
         rollout = self._counter - 1
         machine = await self.fleet.launch(f"{self.prefix}-{self._counter}", rollout=rollout)
-        env = AWSDesktop(self.fleet, machine, token=self._token, on_close=self._forget, **self._desktop_options)  # type: ignore[arg-type]
+        env = AWSDesktop(
+            self.fleet,
+            machine,
+            token=self._token,
+            platform=self.platform,
+            with_sandbox=self.with_sandbox,
+            action_timeout=self.action_timeout,
+            state_check_interval=self.state_check_interval,
+            on_close=self._forget,
+        )
         self._envs[env.name] = env
         return env
 
