@@ -29,7 +29,16 @@ from asyncio_pool import AioPool  # type: ignore[import-untyped]
 from bjudge import Candidate, FactCache, JudgeConfig, NarrativeBuilder, make_judge
 from bjudge.representations import ending_of
 from core.llm import ChatModel, GenerateConfig
-from core.trajectory import AGENT_OUTCOMES, WORLD_FAILURES, RunLayout, Selection, TaskResult
+from core.protocols import EnvError
+from core.trajectory import (
+    AGENT_OUTCOMES,
+    WORLD_FAILURES,
+    RolloutInfo,
+    RolloutStatus,
+    RunLayout,
+    Selection,
+    TaskResult,
+)
 
 from .mixture import MixtureEntry, RolloutSlot, assign, parse_mixture
 from .models import ModelSet
@@ -223,17 +232,7 @@ class WideScaling:
             if narrator is not None and attempt > 1:
                 await narrator.restart(k)
             self._tell(run.task.id, k, "starting", slot.entry.model, attempt)
-            env = await run.pool.acquire()
-            try:
-                self._tell(run.task.id, k, "running", slot.entry.model, attempt)
-                outcome = await run_rollout(run, k, env, seed=slot.seed, models=models)
-            except Exception as e:  # an unexpected failure of this rollout must not stop the others
-                _log.exception("rollout %s/%d failed", run.task.id, k)
-                reason = f"{type(e).__name__}: {e}"[:600]
-                outcome = RolloutOutcome(k, RolloutResult("errored", reason, 0, None, 0.0, 0.0), None)
-                await asyncio.to_thread(self._mark_errored, run, k, reason)
-            finally:
-                run.pool.release(env)  # a dead environment is replaced by the pool on its next loan
+            outcome = await self._attempt(run, slot, models, attempt)
             if attempt > 1:
                 await asyncio.to_thread(self._record_attempts, run, k, attempt)
             self._tell(run.task.id, k, outcome.result.status, slot.entry.model, attempt)
@@ -242,19 +241,46 @@ class WideScaling:
         assert outcome is not None
         return outcome
 
+    async def _attempt(self, run: TaskRun, slot: RolloutSlot, models: ModelSet, attempt: int) -> RolloutOutcome:
+        """One attempt of rollout k on an environment borrowed for it; never raises but
+        for cancellation (a failure of this rollout must not stop the others)."""
+        k = slot.index
+        try:
+            env = await run.pool.acquire()
+        except EnvError as e:  # e.g. a dead desktop could not be replaced
+            return await self._errored(run, slot, f"no environment for the rollout: {e}", lost=True)
+        try:
+            self._tell(run.task.id, k, "running", slot.entry.model, attempt)
+            return await run_rollout(run, k, env, seed=slot.seed, models=models)
+        except Exception as e:
+            _log.exception("rollout %s/%d failed", run.task.id, k)
+            return await self._errored(run, slot, f"{type(e).__name__}: {e}"[:600], lost=False)
+        finally:
+            run.pool.release(env)  # a dead environment is replaced by the pool on its next loan
+
+    async def _errored(self, run: TaskRun, slot: RolloutSlot, reason: str, *, lost: bool) -> RolloutOutcome:
+        status: RolloutStatus = "environment_lost" if lost else "errored"
+        await asyncio.to_thread(self._finish_header, run, slot, status, reason)
+        return RolloutOutcome(slot.index, RolloutResult(status, reason, 0, None, 0.0, 0.0), None)
+
+    @staticmethod
+    def _finish_header(run: TaskRun, slot: RolloutSlot, status: RolloutStatus, reason: str) -> None:
+        rd = run.layout.rollout(run.task.id, slot.index)
+        header = rd.read_info()
+        if header is None:
+            rd.start(RolloutInfo(run_id=run.layout.run_id, task_id=run.task.id, rollout=slot.index,
+                                 model=slot.entry.model, seed=slot.seed, started_at=time.time()))
+        if header is not None and header.finished:  # keep its steps; the header says what happened
+            rd.write_info(header.model_copy(update={"status": status, "reason": reason}))
+        else:
+            rd.finish(status, reason)
+
     @staticmethod
     def _record_attempts(run: TaskRun, k: int, attempt: int) -> None:
         rd = run.layout.rollout(run.task.id, k)
         header = rd.read_info()
         if header is not None:
             rd.write_info(header.model_copy(update={"attempts": attempt}))
-
-    @staticmethod
-    def _mark_errored(run: TaskRun, k: int, reason: str) -> None:
-        rd = run.layout.rollout(run.task.id, k)
-        header = rd.read_info()
-        if header is not None and header.status == "running":
-            rd.finish("errored", reason)
 
     async def _select(self, run: TaskRun, builder: NarrativeBuilder | None, which: str | None,
                       candidates: list[Candidate], seed: int) -> Selection | None:

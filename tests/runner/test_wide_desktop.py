@@ -21,7 +21,7 @@ from runner_helpers import desktops_missing, start_desktop
 
 from core.llm import Ledger, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
-from core.protocols import Environment
+from core.protocols import EnvError, Environment
 from core.trajectory import RunLayout, Task, TaskResult
 from environments.local import LocalDesktop, LocalEnvironment
 from environments.local.server_env import server_environment
@@ -309,3 +309,29 @@ async def test_a_provider_down_is_retried_then_recorded_and_the_rest_is_judged(
     assert selection.chosen == 0
     result = ran.layout.task(ran.task.id).read_result()
     assert result is not None and result.scores == {0: 1.0, 1: None, 2: 0.0} and result.selected_score == 1.0
+
+
+class FlakyPool(DesktopPool):
+    """Fails its first loan, as a pool that cannot start a replacement desktop would."""
+
+    failed = False
+
+    async def acquire(self) -> Environment:
+        if not self.failed:
+            self.failed = True
+            raise EnvError("the replacement desktop did not start")
+        return await super().acquire()
+
+
+async def test_a_failed_loan_is_a_lost_attempt_and_retried(tmp_path: Path, wide_desktops: list[LocalDesktop]) -> None:
+    envs = [LocalEnvironment(d, server_environment(d), on_close=_keep) for d in wide_desktops[:1]]
+    try:
+        ran = await run_wide(tmp_path, FlakyPool(envs), {"solver": _solver()},
+                             wide={"max_retries": 1, "rollouts": 2}, run_id="flaky")
+    finally:
+        for env in envs:
+            await env.close()
+    headers = ran.layout.task(ran.task.id).headers()
+    assert sorted(h.status for h in headers.values()) == ["done", "done"]
+    assert sorted(h.attempts for h in headers.values()) == [1, 2]
+    assert ran.result.selected is not None and ran.result.selected_score == 1.0
