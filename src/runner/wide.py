@@ -203,8 +203,12 @@ class WideScaling:
         async with AsyncExitStack() as stack:
             if narrator is not None:
                 await stack.enter_async_context(narrator)  # narrations still under way end here
-            async with AioPool(size=wide.concurrency or len(slots)) as pool:
+            pool = AioPool(size=wide.concurrency or len(slots))
+            try:
                 await pool.map(one, slots)
+            except BaseException:  # Ctrl-C: stop every rollout now (the pool's own exit would wait)
+                await pool.cancel()
+                raise
         missing = [s.index for s in slots if s.index not in outcomes]
         if missing:
             raise RuntimeError(f"rollouts {missing} of {task_id} ended without an outcome")
