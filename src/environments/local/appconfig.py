@@ -76,11 +76,26 @@ XTerm*saveLines: 2000
 XTerm*termName: xterm-256color
 """
 
+# xdg-open on a bare openbox session reads only these defaults (else it picks LibreOffice
+# Writer for plain text): text in mousepad, spreadsheets and documents in LibreOffice.
+_MIMEAPPS = """\
+[Default Applications]
+text/plain=org.xfce.mousepad.desktop
+application/vnd.openxmlformats-officedocument.spreadsheetml.sheet=libreoffice-calc.desktop
+application/vnd.ms-excel=libreoffice-calc.desktop
+application/vnd.oasis.opendocument.spreadsheet=libreoffice-calc.desktop
+text/csv=libreoffice-calc.desktop
+application/vnd.openxmlformats-officedocument.wordprocessingml.document=libreoffice-writer.desktop
+application/msword=libreoffice-writer.desktop
+application/vnd.oasis.opendocument.text=libreoffice-writer.desktop
+"""
+
 BASE_FILES: dict[str, str] = {
     ".config/glib-2.0/settings/keyfile": _MOUSEPAD,
     ".config/gtk-3.0/settings.ini": _GTK3,
     ".config/pcmanfm/default/pcmanfm.conf": _PCMANFM,
     ".config/libfm/libfm.conf": _LIBFM,
+    ".config/mimeapps.list": _MIMEAPPS,
     ".Xresources": _XRESOURCES,
     ".bashrc": "PS1='\\u@desktop:\\w\\$ '\n",
 }

@@ -274,8 +274,12 @@ class OSWorldClient:
         body = {"command": command if isinstance(command, str) else list(command), "shell": shell}
         await self._request("POST", "/setup/launch", idempotent=False, json=body)
 
-    async def open_file(self, path: str, *, timeout: float = 1800.0) -> None:
-        """Open a file (or start a program) and wait until its window is raised."""
+    async def open_file(self, path: str, *, timeout: float = 120.0) -> None:
+        """Open a file (or start a program) and wait until its window is raised.
+
+        OSWorld's own wait is 30 minutes (slow VMs); two minutes bounds a task's setup here
+        while leaving LibreOffice's first start plenty of room. Pass `timeout` to change it.
+        """
         body = {"path": path, "timeout": timeout}
         await self._request("POST", "/setup/open_file", idempotent=False, json=body, timeout=timeout + 30.0)
 

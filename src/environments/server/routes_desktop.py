@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import time
 from pathlib import Path
@@ -83,9 +84,42 @@ async def _windows(state: ServerState) -> list[tuple[str, str]]:
     return windows
 
 
+#: What xdg-open's exit statuses mean (xdg-utils documents 1-4); 126/127 come from a
+#: wrapper (setpriv, a shell) that could not run the program.
+_EXIT_MEANINGS = {
+    1: "bad command line",
+    2: "the file does not exist",
+    3: "no application is set up for this kind of file (set one in ~/.config/mimeapps.list)",
+    4: "the application failed to start",
+    126: "the program is not executable",
+    127: "the program was not found",
+}
+_POLL_S = 0.25
+
+
+async def _raise_window(state: ServerState, names: tuple[str, str]) -> bool:
+    """Activate the first window whose title shows one of `names`; False when there is none."""
+    for window_id, title in await _windows(state):
+        if names[0] in title or names[1] in title:
+            await run_captured(["wmctrl", "-i", "-a", window_id], timeout=10.0, env=state.env)
+            return True
+    return False
+
+
+def _launcher_failure(returncode: int) -> str:
+    if returncode < 0:
+        return f"it was killed by signal {-returncode}"
+    meaning = _EXIT_MEANINGS.get(returncode, "see the desktop's logs")
+    return f"it exited with status {returncode}: {meaning}"
+
+
 @routes.post("/setup/open_file")
 async def open_file(request: web.Request) -> web.Response:
-    """Open a file (xdg-open) or start a command, then wait for its window and raise it."""
+    """Open a file (xdg-open) or start a command, then wait for its window and raise it.
+
+    Waits only while a window can still come: a launcher that is missing, or that exits
+    non-zero with no window shown, fails the request at once instead of after the timeout.
+    """
     state = request.app[STATE]
     data = await json_body(request)
     raw = data.get("path")
@@ -99,15 +133,22 @@ async def open_file(request: web.Request) -> web.Response:
         argv, names = [str(raw)], (str(raw), str(raw))
     else:
         return web.Response(text=f"Application/file not found: {raw}", status=404)
+    if shutil.which(argv[0], path=state.env.get("PATH", os.defpath)) is None:
+        hint = " (install the xdg-utils package)" if argv[0] == "xdg-open" else ""
+        return web.Response(text=f"Failed to open {raw}. Error: {argv[0]} is not installed{hint}", status=500)
     try:
-        state.launch(argv)
+        launcher = state.launch(argv)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for window_id, title in await _windows(state):
-                if names[0] in title or names[1] in title:
-                    await run_captured(["wmctrl", "-i", "-a", window_id], timeout=10.0, env=state.env)
-                    return web.Response(text="File opened and window activated successfully")
-            await asyncio.sleep(0.5)
+            returncode = launcher.poll()
+            if await _raise_window(state, names):
+                return web.Response(text="File opened and window activated successfully")
+            if returncode is not None and returncode != 0:
+                failure = _launcher_failure(returncode)
+                return web.Response(
+                    text=f"Failed to open {raw}. Error: {argv[0]} opened no window; {failure}", status=500
+                )
+            await asyncio.sleep(_POLL_S)
     except OSError as exc:
         return web.Response(text=f"Failed to open {raw}. Error: {exc}", status=500)
     return web.Response(text=f"Failed to find window for {names[0]} within {timeout:g} seconds.", status=500)

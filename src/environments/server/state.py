@@ -58,8 +58,11 @@ class ServerState:
             sandbox=sandbox,
         )
 
-    def launch(self, argv: Sequence[str]) -> int:
-        """Start a program without waiting (own process group, killed when the server exits)."""
+    def launch(self, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        """Start a program without waiting (own process group, killed when the server exits).
+
+        The handle lets a caller notice a launcher that failed at once (see /setup/open_file).
+        """
         self._launched = [p for p in self._launched if p.poll() is None]
         command = self.config.run_as.wrap(argv) if self.config.run_as is not None else list(argv)
         proc = subprocess.Popen(
@@ -72,7 +75,7 @@ class ServerState:
         )
         self._launched.append(proc)
         self.registry.add(proc.pid)
-        return proc.pid
+        return proc
 
     async def close(self) -> None:
         """Kill every child group and release the X connections; safe to call twice."""
