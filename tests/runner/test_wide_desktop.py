@@ -335,3 +335,19 @@ async def test_a_failed_loan_is_a_lost_attempt_and_retried(tmp_path: Path, wide_
     assert sorted(h.status for h in headers.values()) == ["done", "done"]
     assert sorted(h.attempts for h in headers.values()) == [1, 2]
     assert ran.result.selected is not None and ran.result.selected_score == 1.0
+
+
+async def test_judge_none_runs_the_rollouts_and_chooses_nothing(tmp_path: Path,
+                                                                wide_desktops: list[LocalDesktop]) -> None:
+    envs = [LocalEnvironment(d, server_environment(d), on_close=_keep) for d in wide_desktops[:2]]
+    try:
+        ran = await run_wide(tmp_path, DesktopPool(envs), {"solver": _solver(), "gives-up": _gives_up()},
+                             wide={"judge": "none"}, run_id="no-judge")
+    finally:
+        for env in envs:
+            await env.close()
+    task_dir = ran.layout.task(ran.task.id)
+    assert ran.strategy.selections[ran.task.id] is None and task_dir.read_selection() is None
+    assert ran.result.selected is None and ran.result.selected_score is None
+    assert ran.result.scores == {0: 1.0, 1: 0.0} and ran.result.pass_at_n == 1.0
+    assert not ran.judge_prompts and not any(r.module in ("narrative", "judge") for r in ran.ledger.records)
