@@ -27,6 +27,7 @@ from .critic_cli import register as register_critic_commands
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
 from .env_cli import app as env_app
 from .environments import open_pool
+from .guided import check_guide
 from .judge_cli import judge_command, report_command
 from .models import ModelSet, build_models, worker_config
 from .progress import StepPrinter
@@ -87,6 +88,9 @@ def run(
     rollouts: Annotated[int | None, typer.Option("--rollouts", min=1, help="Wide scaling: N rollouts in parallel and a judge.")] = None,
     mixture: Annotated[str | None, typer.Option("--mixture", help="Wide scaling: provider/model*count,... or a YAML file.")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Wide scaling: bjudge, pairwise, independent or none.")] = None,
+    guide: Annotated[str | None, typer.Option("--guide", help="Step guide: gprm (GUI-PRA), prm (standard PRM) or none.")] = None,
+    candidates: Annotated[int | None, typer.Option("--candidates", min=1, max=8, help="With --guide: candidate actions per step (K).")] = None,
+    guide_model: Annotated[str | None, typer.Option("--guide-model", help="The guide's model as provider/model (default: the policy's).")] = None,
 ) -> None:
     """Run one task: set it up, run a rollout with live progress, evaluate, report."""
     console = Console(highlight=False)
@@ -97,6 +101,7 @@ def run(
         strategy=strategy or ("wide" if rollouts or mixture else None),
         critic__attempts=attempts, critic__name=critic, critic__model__model=critic_model,
         wide__rollouts=rollouts, wide__mixture=mixture, wide__judge=judge,
+        guide__name=guide, guide__candidates=candidates, guide__model__model=guide_model,
     )  # fmt: skip
     try:
         cfg = load_run_config([*(config or []), given])
@@ -109,6 +114,7 @@ def run(
             raise EnvError("--env osworld needs the server's address: pass --url http://HOST:PORT")
         check_critic(cfg)
         check_wide(cfg)
+        check_guide(cfg)
         cfg = prepare_wide(cfg)
     except (ConfigError, EnvError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None

@@ -22,6 +22,7 @@ from .wide_config import WideConfig
 __all__ = [
     "CriticConfig",
     "EnvironmentConfig",
+    "GuideConfig",
     "ModelConfig",
     "RolloutConfig",
     "RunConfig",
@@ -98,6 +99,27 @@ class CriticConfig(_Section):
     """The critic's own settings (e.g. ``selector_rounds``, ``k``), checked by `themis.make_critic`."""
 
 
+class GuideConfig(_Section):
+    """The step guide: at each step the policy proposes K candidates and the guide picks one."""
+
+    name: Literal["gprm", "prm", "none"] = "none"
+    """``gprm`` (GUI-PRA: memory, UI perception tools, rubric), ``prm`` (the standard PRM
+    baseline) or ``none`` (one candidate, no guide)."""
+    model: ModelConfig | None = None
+    """The guide's model; None uses the policy's."""
+    candidates: int = Field(default=4, ge=1, le=8)
+    """K, the candidates proposed at each step (each with its own seed)."""
+    seeds: list[int] | None = None
+    """Seeds of the K candidates; None takes GUI-PRA's (30, 42, 3407, 114514, ...)."""
+    temperature: float = Field(default=0.5, ge=0)
+    """Decoding temperature of the candidates' policy calls."""
+    top_p: float = Field(default=0.9, gt=0, le=1)
+    """Nucleus sampling of the candidates' policy calls."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """The guide's own settings (e.g. ``max_tool_calls``, ``memory_threshold``, ``parser``),
+    checked by `gprm.make_guide`."""
+
+
 class RunConfig(_Section):
     """Everything a run needs; written to ``config.json`` (secrets redacted)."""
 
@@ -121,6 +143,8 @@ class RunConfig(_Section):
     """The critic that ``retry`` asks."""
     wide: WideConfig = WideConfig()
     """N rollouts and a judge, for the ``wide`` strategy."""
+    guide: GuideConfig = GuideConfig()
+    """The step guide of every rollout (any strategy); ``name: none`` runs without one."""
     out_dir: Path = Path("runs")
     """Where run folders are written."""
     run_id: str | None = None

@@ -40,6 +40,8 @@ class ModelSet:
     grounding: ChatModel
     code: ChatModel
     reflection: ChatModel
+    #: The step guide's model (None: the run has no guide).
+    guide: ChatModel | None = None
 
     def tagged(self, **tags: Any) -> ModelSet:
         return replace(
@@ -48,11 +50,14 @@ class ModelSet:
             grounding=self.grounding.with_tags(**tags),
             code=self.code.with_tags(**tags),
             reflection=self.reflection.with_tags(**tags),
+            guide=self.guide.with_tags(**tags) if self.guide is not None else None,
         )
 
     async def aclose(self) -> None:
         seen: set[int] = set()
-        for model in (self.policy, self.grounding, self.code, self.reflection):
+        for model in (self.policy, self.grounding, self.code, self.reflection, self.guide):
+            if model is None:
+                continue
             if id(model.api) not in seen:
                 seen.add(id(model.api))
                 await model.aclose()
@@ -66,6 +71,7 @@ def build_models(cfg: RunConfig, ledger: Ledger) -> ModelSet:
         grounding=_model(cfg.grounding, ledger) if cfg.grounding else policy,
         code=_model(cfg.code_model, ledger) if cfg.code_model else policy,
         reflection=_model(cfg.reflection_model, ledger) if cfg.reflection_model else policy,
+        guide=None if cfg.guide.name == "none" else (_model(cfg.guide.model, ledger) if cfg.guide.model else policy),
     )
 
 

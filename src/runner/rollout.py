@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from core.protocols import EnvError, Environment, EnvironmentLost, ExecResult
 from core.trajectory import RolloutDir, RolloutInfo, Step, StepTimings
 
 from .config import RolloutConfig
+from .guided import ActionChoice, ActionChooser, PolicyStep
 from .outcomes import (
     CostLimit,
     Done,
@@ -68,6 +70,11 @@ def _action_error(result: ExecResult) -> str | None:
     return f"action {result.status}, return code {result.returncode}" + (f": {detail}" if detail else "")
 
 
+def _image_label(key: str) -> str:
+    """``guide_<key>`` in the characters a step image label allows."""
+    return "guide_" + (re.sub(r"[^a-z0-9_]", "_", key.lower())[:30] or "image")
+
+
 class Rollout:
     """Runs `worker` in `env` on `instruction`, writing into `rollout_dir`."""
 
@@ -83,6 +90,7 @@ class Rollout:
         max_steps: int | None = None,
         spent: Callable[[], float] | None = None,
         hooks: Sequence[StepHook] = (),
+        chooser: ActionChooser | None = None,
     ) -> None:
         self.env = env
         self.worker = worker
@@ -93,6 +101,9 @@ class Rollout:
         self.max_steps = max_steps or config.max_steps
         self.spent = spent or (lambda: 0.0)
         self.hooks = list(hooks)
+        #: Chooses each step's action: the worker's one proposal, or a guide's pick of K.
+        self.chooser = chooser or PolicyStep(worker, info.seed)
+        self._stored: list[Step] = []
         self._hook_tasks: set[asyncio.Task[None]] = set()
         self._last_action: str | None = None
         self._steps = 0
@@ -151,13 +162,15 @@ class Rollout:
         try:
             t0 = time.perf_counter()
             try:
-                proposal = await self.worker.step(self.instruction, before, screen, seed=self.info.seed)
+                choice = await self.chooser.choose(self.instruction, before, screen, self._stored)
             except RepeatedFormatError as e:
                 fields.update(error=_short(str(e)), call_ids=[c.id for c in e.calls])
                 raise RepeatedFormat(str(e)) from None
             finally:
                 timings.propose = time.perf_counter() - t0
+            proposal = choice.proposal
             self._fill(fields, proposal)
+            await self._guide(index, fields, choice)
             self._last_action = proposal.action.kind
             if proposal.action.kind == "done":
                 raise Done("the agent declared the task complete")
@@ -194,6 +207,15 @@ class Rollout:
             call_ids=p.call_ids,
         )
 
+    async def _guide(self, index: int, fields: dict[str, Any], choice: ActionChoice) -> None:
+        """Every call of the choice, and the guide's record with its pictures stored beside the step."""
+        fields["call_ids"] = choice.call_ids
+        if choice.guide is None:
+            return
+        names = {label: await asyncio.to_thread(self.dir.write_step_image, index, _image_label(label), png)
+                 for label, png in choice.images.items()}
+        fields["guide"] = {**choice.guide, "images": names}
+
     async def _execute(self, p: Proposal, before: bytes, fields: dict[str, Any]) -> None:
         action = p.action
         if isinstance(action, CallCodeAgent):
@@ -224,6 +246,7 @@ class Rollout:
 
     async def _store(self, step: Step, shots: dict[str, bytes]) -> None:
         stored = await asyncio.to_thread(self.dir.append_step, step, shots)
+        self._stored.append(stored)
         if not self.hooks:
             return
         event = StepEvent(

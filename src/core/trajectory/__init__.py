@@ -17,7 +17,7 @@ one line, `RolloutDir.iter_steps` one step at a time; `plan_resume` says what to
 from .base import Record
 from .judging import Narrative, Selection, TaskResult
 from .layout import RunLayout, TaskDir
-from .names import SCREENSHOT_ROLES, check_name, screenshot_name
+from .names import SCREENSHOT_ROLES, check_name, screenshot_name, step_image_name
 from .resume import ResumePlan, plan_resume
 from .rollout import (
     AGENT_OUTCOMES,
@@ -55,4 +55,5 @@ __all__ = [
     "check_name",
     "plan_resume",
     "screenshot_name",
+    "step_image_name",
 ]

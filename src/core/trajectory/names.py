@@ -20,6 +20,7 @@ __all__ = [
     "rollout_dir_name",
     "rollout_index",
     "screenshot_name",
+    "step_image_name",
 ]
 
 CONFIG_FILE = "config.json"
@@ -33,6 +34,7 @@ TRAJ_FILE = "traj.jsonl"
 INFO_FILE = "rollout.json"
 SCREENSHOT_ROLES = ("before", "after")
 
+_LABEL = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _ROLLOUT = re.compile(r"^rollout-(\d+)$")
 
@@ -68,3 +70,11 @@ def screenshot_name(step: int, role: str) -> str:
 
 def narrative_name(k: int) -> str:
     return f"rollout-{k}.json"
+
+
+def step_image_name(step: int, label: str) -> str:
+    """``step-0003-extra-ui_parser.png``: a further picture of a step (e.g. a guide's
+    overlay), named by a short lowercase label; sorts beside the step's screenshots."""
+    if not _LABEL.match(label):
+        raise ValueError(f"step image label {label!r} must be 1-40 of a-z, 0-9 and '_', not starting with '_'")
+    return f"step-{step:04d}-extra-{label}.png"

@@ -33,7 +33,7 @@ from core.atomic import (
     write_json_atomic,
 )
 
-from .names import INFO_FILE, SCREENSHOT_ROLES, TRAJ_FILE, screenshot_name
+from .names import INFO_FILE, SCREENSHOT_ROLES, TRAJ_FILE, screenshot_name, step_image_name
 from .rollout import RolloutInfo, RolloutStatus, Trajectory
 from .step import Step
 
@@ -151,6 +151,17 @@ class RolloutDir:
         append_line(self.traj_path, step.model_dump_json(), durable=self.durable)
         self._next_step = expected + 1
         return step
+
+    def write_step_image(self, index: int, label: str, png: bytes) -> str:
+        """Store a further picture of step `index` (atomically) and return its file name.
+
+        Write it before the step's line is appended, so the line may name it; `start`
+        removes it with the other step images when the rollout begins again.
+        """
+        name = step_image_name(index, label)
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(self.path / name, png, durable=self.durable)
+        return name
 
     def step_count(self) -> int:
         """Complete steps in the log, counted without parsing any."""

@@ -1,0 +1,175 @@
+"""The guided policy step: K candidates from the worker, a step guide picks one.
+
+At each step the worker proposes K candidates concurrently, one seed each (GUI-PRA's seeds
+and sampling by default); the guide (`gprm.make_guide`: ``gprm`` or ``prm``, module
+``prm`` in the ledger) scores them and picks one, which the rollout executes and records
+in the worker's history like any other step. The step line keeps the guide's record
+(`gprm.GuideRecord` as JSON: every candidate with its score, memory, tools, evidence)
+plus ``images``, the file names of the guide's drawn pictures (Set-of-Mark overlay, point
+star) written beside the step. ``call_ids`` of a guided step list the worker's calls of all
+K candidates by their ``call_id`` tag and the guide's calls by their ledger record id.
+
+One `GuidedStep` (and one guide) serves one rollout, so the guide's memory starts empty
+with every rollout, inside wide scaling and retries alike.
+"""
+
+from __future__ import annotations
+
+import inspect
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent_s3 import Proposal, Worker, action_call
+from core.llm import ChatModel, GenerateConfig
+from core.trajectory import Step
+from gprm import GUIDES, PAPER_SEEDS, Candidate, HistoryStep, StepGuide, make_guide
+
+from .config import GuideConfig, RunConfig
+
+__all__ = [
+    "ActionChoice",
+    "ActionChooser",
+    "GuidedStep",
+    "PolicyStep",
+    "candidate_of",
+    "check_guide",
+    "guided_config",
+    "make_chooser",
+]
+
+#: The guide's module in the ledger.
+GUIDE_MODULE = "prm"
+
+
+@dataclass(slots=True)
+class ActionChoice:
+    """The action a step executes, and what choosing it left for the step's record."""
+
+    proposal: Proposal
+    #: Every call made to choose it (all candidates and the guide).
+    call_ids: list[str]
+    #: The guide's record for `Step.guide` (None without a guide).
+    guide: dict[str, Any] | None = None
+    #: The guide's drawn pictures (PNG) by label, to be stored beside the step.
+    images: dict[str, bytes] = field(default_factory=dict)
+
+
+class ActionChooser(Protocol):
+    """Chooses the action of one step, given the steps stored so far."""
+
+    async def choose(self, instruction: str, screenshot: bytes, screen: tuple[int, int],
+                     history: Sequence[Step]) -> ActionChoice: ...
+
+
+class PolicyStep:
+    """No guide: the worker's one proposal (K=1)."""
+
+    def __init__(self, worker: Worker, seed: int | None = None) -> None:
+        self.worker, self.seed = worker, seed
+
+    async def choose(self, instruction: str, screenshot: bytes, screen: tuple[int, int],
+                     history: Sequence[Step]) -> ActionChoice:
+        proposal = await self.worker.step(instruction, screenshot, screen, seed=self.seed)
+        return ActionChoice(proposal, proposal.call_ids)
+
+
+def _png_size(png: bytes) -> tuple[int, int] | None:
+    if len(png) < 24 or not png.startswith(b"\x89PNG\r\n\x1a\n"):
+        return None
+    width, height = struct.unpack(">II", png[16:24])
+    return int(width), int(height)
+
+
+def candidate_of(p: Proposal, screen: tuple[int, int], shot: tuple[int, int] | None = None) -> Candidate:
+    """The guide's view of a proposal; its first pointer event is mapped from screen pixels
+    to screenshot pixels (they differ when the screenshot was scaled)."""
+    pointer = None
+    if p.pointer_events:
+        x, y = p.pointer_events[0].x, p.pointer_events[0].y
+        if shot is not None and shot != screen and screen[0] > 0 and screen[1] > 0:
+            x, y = round(x * shot[0] / screen[0]), round(y * shot[1] / screen[1])
+        pointer = (x, y)
+    return Candidate(thought=p.thought, action=action_call(p.action), record=p.action_record(),
+                     pointer=pointer, seed=p.seed)
+
+
+def _unique(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+class GuidedStep:
+    """K candidates from `worker` with `seeds`, one pick by `guide`. `model` is the guide's
+    model: its ledger records made during `choose` (matched by its tags) are the step's."""
+
+    def __init__(self, worker: Worker, guide: StepGuide, seeds: Sequence[int], *, model: ChatModel | None = None) -> None:
+        if not seeds:
+            raise ValueError("a guided step needs at least one seed")
+        self.worker, self.guide, self.seeds, self.model = worker, guide, list(seeds), model
+        guide.reset()
+
+    def _guide_calls(self, start: int) -> list[str]:
+        ledger = self.model.ledger if self.model is not None else None
+        if self.model is None or ledger is None:
+            return []
+        tags = self.model.tags
+        return [r.id for r in ledger.records[start:]
+                if r.module == GUIDE_MODULE and all(r.tags.get(k) == v for k, v in tags.items())]
+
+    async def choose(self, instruction: str, screenshot: bytes, screen: tuple[int, int],
+                     history: Sequence[Step]) -> ActionChoice:
+        seeds: list[int | None] = list(self.seeds)
+        proposals = await self.worker.propose(instruction, screenshot, screen, seeds=seeds)
+        shot = _png_size(screenshot)
+        candidates = [candidate_of(p, screen, shot) for p in proposals]
+        ledger = self.model.ledger if self.model is not None else None
+        start = len(ledger) if ledger is not None else 0
+        decision = await self.guide.choose(instruction, screenshot, [HistoryStep.from_step(s) for s in history],
+                                           candidates)
+        calls = _unique([i for p in proposals for i in p.call_ids]) + self._guide_calls(start)
+        images = {label: png for label, png in decision.images.items() if png}
+        return ActionChoice(proposals[decision.index], calls, decision.step_record(), images)
+
+
+def _seeds(section: GuideConfig) -> list[int]:
+    seeds = list(dict.fromkeys(section.seeds if section.seeds is not None else PAPER_SEEDS))
+    if len(seeds) < section.candidates:
+        raise ValueError(f"guide.candidates={section.candidates} needs as many distinct seeds; "
+                         f"guide.seeds gives {len(seeds)}")
+    return seeds[: section.candidates]
+
+
+def check_guide(cfg: RunConfig) -> None:
+    """Raise ValueError (one line) when the guide settings cannot run, before any desktop starts."""
+    section = cfg.guide
+    if section.name == "none":
+        return
+    _seeds(section)
+    try:
+        inspect.signature(GUIDES[section.name]).bind(None, **section.options)
+    except TypeError as e:
+        raise ValueError(f"guide.options for {section.name}: {e}") from None
+
+
+def guided_config(cfg: RunConfig) -> RunConfig:
+    """`cfg` with the candidates' sampling (the guide's temperature and top_p) in the
+    worker's decoding settings; unchanged without a guide."""
+    section = cfg.guide
+    if section.name == "none":
+        return cfg
+    sampling = cfg.worker.generate.merged(GenerateConfig(temperature=section.temperature, top_p=section.top_p))
+    return cfg.model_copy(update={"worker": cfg.worker.model_copy(update={"generate": sampling})})
+
+
+def make_chooser(cfg: RunConfig, worker: Worker, guide_model: ChatModel | None, *,
+                 seed: int | None = None) -> ActionChooser:
+    """The step chooser of one rollout: `GuidedStep` with a fresh guide when the run has
+    one, else the worker's single proposal."""
+    section = cfg.guide
+    if section.name == "none":
+        return PolicyStep(worker, seed)
+    if guide_model is None:
+        raise ValueError(f"the {section.name} guide has no model")
+    guide = make_guide(section.name, guide_model, **section.options)
+    return GuidedStep(worker, guide, _seeds(section), model=guide_model)
