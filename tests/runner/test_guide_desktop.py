@@ -23,6 +23,7 @@ from runner.config import load_run_config
 from runner.demo_policy import DEMO_PLANS, PlannedReplies, action_reply, role_of
 from runner.environments import FixedPool
 from runner.models import build_models
+from runner.report import write_report
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
@@ -111,6 +112,13 @@ async def test_guided_rollout_executes_the_higher_scored_candidate(harness, loca
         assert overlay == "step-0002-extra-guide_ui_parser.png"
         assert (rd.path / overlay).read_bytes().startswith(b"\x89PNG")
     _check_guided(traj, guide, 2)
+    # The report shows every candidate with its score, the pick, and the guide's pictures.
+    page = write_report(ran.layout).read_text()
+    assert page.count("<b>guide</b> " + guide) == len(traj.steps)
+    assert "agent.type(text=&#x27;bananas&#x27;, enter=True)" in page and "2/10" in page and "9/10" in page
+    assert "candidate 2 of 2 (9/10)" in page and "wrong item" in page
+    if guide == "gprm":
+        assert f"rollout-0/{overlay}" in page and "<b>ui_parser</b>" in page
     # Both candidates were scored at every step, each once.
     assert len(scored) == 2 * len(traj.steps)
     # Candidates were drawn with the paper's seeds and sampling; the guide's calls are module prm.

@@ -14,6 +14,7 @@ from core.llm import CallRecord, Ledger, ModuleTotals
 from core.trajectory import RolloutInfo, RunLayout, Selection, Step, TaskDir, TaskResult
 from themis import load_verdict, summarize
 
+from .guide import GuideView, guide_view
 from .images import ImagePaths, step_images
 
 __all__ = ["MODULE_ORDER", "RolloutView", "RunView", "StepView", "TaskView", "collect_run", "module_totals"]
@@ -32,6 +33,8 @@ class StepView:
     images: ImagePaths
     facts: list[str]
     seconds: float
+    guide: GuideView | None = None
+    """The step guide's candidates, scores, tools and pictures, when a guide chose the action."""
 
 
 @dataclass
@@ -102,6 +105,7 @@ def _steps(task_dir: TaskDir, k: int, facts: list[list[str]], root: Path) -> lis
             images=step_images(task_dir, rd, step, root),
             facts=facts[step.index] if step.index < len(facts) else [],
             seconds=_seconds(step),
+            guide=guide_view(step, rd, root),
         ))
     return out
 

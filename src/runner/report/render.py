@@ -14,6 +14,7 @@ from html import escape
 from core.llm import ModuleTotals
 
 from .collect import RolloutView, RunView, StepView, TaskView
+from .guide import render_guide
 
 __all__ = ["render_report"]
 
@@ -75,6 +76,7 @@ def _step(step: StepView) -> str:
         f'<div class="thought">{escape(step.thought[:400])}</div>' if step.thought else "",
         f'<div class="error">{escape(step.error)}</div>' if step.error else "",
         f'<ul class="facts">{facts}</ul>' if facts else "",
+        render_guide(step.guide) if step.guide is not None else "",
         '<div class="pics">' + _img(pics.before, f"before ({kind})") + _img(pics.after, f"after ({kind})")
         + _img(pics.zoom, "zoom") + "</div></div>",
     ]
