@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The whole pipeline on a local desktop for one local-suite task: set-up, a desktop, the
-# task's setup, one rollout of the Agent S3 worker with live progress, the task's evaluator,
-# the run folder. With OPENAI_API_KEY (or ANTHROPIC_API_KEY) it uses that provider's model;
+# The whole pipeline on local desktops for one local-suite task: set-up, N desktops (3 by
+# default) reverted to the task's snapshot, N rollouts of the Agent S3 worker in parallel with
+# live progress, behavior narratives while they run, one Behavior Judge pick, the task's
+# evaluator, the run folder and its report.html. With OPENAI_API_KEY (or ANTHROPIC_API_KEY) it uses that provider's model;
 # without a key it uses the scripted demo policy, and says so.
 #
-#   bash scripts/demo.sh                      # mousepad-append-line
+#   bash scripts/demo.sh                      # mousepad-append-line, 3 rollouts
+#   DEMO_ROLLOUTS=1 bash scripts/demo.sh      # a single rollout, no judge
 #   DEMO_TASK=terminal-rename-extension bash scripts/demo.sh   # with the coding agent
 #   DEMO_MODEL=openai/gpt-5-mini bash scripts/demo.sh -c rollout.max_steps=20
 set -euo pipefail
@@ -25,4 +27,8 @@ if [ "${model%%/*}" = "scripted" ]; then
   echo "demo: no OPENAI_API_KEY or ANTHROPIC_API_KEY is set, so the policy is SCRIPTED:"
   echo "demo: its replies are a fixed plan for $task, not a model's; everything else runs for real."
 fi
-exec .venv/bin/agent-s3 run --task "$task" --model "$model" --out "${DEMO_OUT:-runs}" "$@"
+rollouts="${DEMO_ROLLOUTS:-3}"
+judge=bjudge
+[ "$rollouts" -gt 1 ] || judge=none
+exec .venv/bin/agent-s3 run --task "$task" --model "$model" --rollouts "$rollouts" --judge "$judge" \
+  --out "${DEMO_OUT:-runs}" "$@"
