@@ -5,11 +5,11 @@ server, the same operation done in this process (the floor an HTTP server can ap
 and OSWorld's own server on this kind of machine (120 ms per screenshot, 335 ms per
 pyautogui action through `/execute`), as ratios. The machine is shared: compare ratios.
 
-    python benchmarks/env_step.py [-n 40] [--size 1920x1080]
+Then whole local desktops from the provider (Xvfb, openbox, D-Bus, mousepad, server and
+executor): start time, revert time against the 2 s goal, memory per desktop, and how many fit
+(`--desktops`, default 8, the goal for this 2-core machine).
 
-Measurements are functions from a `BenchDesktop` to rows; `measure_step` is the one here.
-Revert time and the memory of a whole desktop (Xvfb, window manager, apps) belong to the
-local provider and are added as further `measure_*` functions called from `run`.
+    python benchmarks/env_step.py [-n 40] [--size 1920x1080] [--desktops 8]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from environments.local import measure_desktops
 from environments.osworld import PYAUTOGUI_PREFIX, OSWorldClient
 from environments.server.capture import ScreenCapture
 
@@ -230,14 +231,34 @@ async def run(width: int, height: int, n: int) -> list[Row]:
                 return rows + measure_server_memory(desktop)
 
 
+REVERT_GOAL_S = 2.0
+
+
+def print_desktops(count: int) -> None:
+    """Whole desktops: start, revert and memory, with `count` of them running at once."""
+    figures = asyncio.run(measure_desktops(count, reverts=5))
+    print()
+    print(f"desktops running at once: {figures.desktops} (snapshot {figures.snapshot})")
+    print(f"desktop start, one (s): {figures.start_s:.2f}")
+    print(f"desktop start, {figures.desktops} in parallel (s): {figures.parallel_start_s:.2f}")
+    print(f"revert median (s): {figures.revert_s:.3f}  ratio to the {REVERT_GOAL_S:.0f} s goal: "
+          f"{figures.revert_s / REVERT_GOAL_S:.3f}")
+    print(f"revert worst (s): {figures.revert_max_s:.3f}")
+    print(f"memory per desktop (PSS MiB): {figures.pss_mib:.0f}")
+    print(f"memory, all {figures.desktops} desktops (PSS MiB): {figures.pss_total_mib:.0f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=40, help="samples per operation (median)")
     parser.add_argument("--size", default="1920x1080", help="screen size WxH")
+    parser.add_argument("--desktops", type=int, default=8, help="whole desktops to run at once (0 skips)")
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     rows = asyncio.run(run(width, height, args.n))
     print_rows(rows)
+    if args.desktops > 0:
+        print_desktops(args.desktops)
     return 0
 
 
