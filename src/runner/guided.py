@@ -39,8 +39,8 @@ __all__ = [
     "make_chooser",
 ]
 
-#: The guide's module in the ledger.
-GUIDE_MODULE = "prm"
+#: Ledger modules of the calls made while choosing an action (the worker's and the guide's).
+CHOOSING_MODULES = ("policy", "grounding", "reflection", "prm")
 
 
 @dataclass(slots=True)
@@ -101,7 +101,8 @@ def _unique(ids: list[str]) -> list[str]:
 
 class GuidedStep:
     """K candidates from `worker` with `seeds`, one pick by `guide`. `model` is the guide's
-    model: its ledger records made during `choose` (matched by its tags) are the step's."""
+    model, tagged like the worker's: the ledger records of the choosing modules made during
+    `choose` with its tags are the step's, including those of candidates left out."""
 
     def __init__(self, worker: Worker, guide: StepGuide, seeds: Sequence[int], *, model: ChatModel | None = None) -> None:
         if not seeds:
@@ -109,25 +110,25 @@ class GuidedStep:
         self.worker, self.guide, self.seeds, self.model = worker, guide, list(seeds), model
         guide.reset()
 
-    def _guide_calls(self, start: int) -> list[str]:
+    def _calls_since(self, start: int) -> list[str]:
         ledger = self.model.ledger if self.model is not None else None
         if self.model is None or ledger is None:
             return []
-        tags = self.model.tags
-        return [r.id for r in ledger.records[start:]
-                if r.module == GUIDE_MODULE and all(r.tags.get(k) == v for k, v in tags.items())]
+        tags = {k: v for k, v in self.model.tags.items() if k != "call_id"}
+        return [r.tags.get("call_id", r.id) for r in ledger.records[start:]
+                if r.module in CHOOSING_MODULES and all(r.tags.get(k) == v for k, v in tags.items())]
 
     async def choose(self, instruction: str, screenshot: bytes, screen: tuple[int, int],
                      history: Sequence[Step]) -> ActionChoice:
+        ledger = self.model.ledger if self.model is not None else None
+        start = len(ledger) if ledger is not None else 0
         seeds: list[int | None] = list(self.seeds)
         proposals = await self.worker.propose(instruction, screenshot, screen, seeds=seeds)
         shot = _png_size(screenshot)
         candidates = [candidate_of(p, screen, shot) for p in proposals]
-        ledger = self.model.ledger if self.model is not None else None
-        start = len(ledger) if ledger is not None else 0
         decision = await self.guide.choose(instruction, screenshot, [HistoryStep.from_step(s) for s in history],
                                            candidates)
-        calls = _unique([i for p in proposals for i in p.call_ids]) + self._guide_calls(start)
+        calls = _unique([i for p in proposals for i in p.call_ids] + self._calls_since(start))
         images = {label: png for label, png in decision.images.items() if png}
         return ActionChoice(proposals[decision.index], calls, decision.step_record(), images)
 
