@@ -22,6 +22,7 @@ from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
 
+from .android import check_task_platform, where
 from .config import RunConfig, load_run_config
 from .critic_cli import register as register_critic_commands
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
@@ -73,9 +74,11 @@ def run(
     task: Annotated[str, typer.Option("--task", "-t", help="A task.json file, a local-suite task id, or a quoted instruction.")],
     model: Annotated[str | None, typer.Option("--model", "-m", help="Policy model as provider/model (scripted/demo: the scripted demo policy).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the policy model's server.")] = None,
-    env: Annotated[str | None, typer.Option("--env", help="local (a desktop on this machine) or osworld (a server at --url).")] = None,
+    env: Annotated[str | None, typer.Option("--env", help="local (a desktop on this machine), osworld (a server at --url) or android (emulators behind adb).")] = None,
     url: Annotated[str | None, typer.Option("--url", help="OSWorld-protocol server URL (with --env osworld).")] = None,
     token: Annotated[str | None, typer.Option("--token", help="Bearer token of that server.")] = None,
+    adb_host: Annotated[str | None, typer.Option("--adb-host", help="With --env android: host of the adb server (default 127.0.0.1).")] = None,
+    adb_port: Annotated[int | None, typer.Option("--adb-port", min=1, max=65535, help="With --env android: port of the adb server (default 5037).")] = None,
     config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable, later wins.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Folder for run folders (default runs/).")] = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Name of the run folder (default: the time).")] = None,
@@ -96,7 +99,7 @@ def run(
     console = Console(highlight=False)
     given = _overrides(
         policy__model=model, policy__base_url=base_url, environment__kind=env, environment__url=url,
-        environment__token=token, out_dir=str(out) if out else None, run_id=run_id,
+        environment__token=token, environment__adb_host=adb_host, environment__adb_port=adb_port, out_dir=str(out) if out else None, run_id=run_id,
         rollout__max_steps=max_steps, rollout__settle_seconds=settle,
         strategy=strategy or ("wide" if rollouts or mixture else None),
         critic__attempts=attempts, critic__name=critic, critic__model__model=critic_model,
@@ -105,7 +108,8 @@ def run(
     )  # fmt: skip
     try:
         cfg = load_run_config([*(config or []), given])
-        the_task = resolve_task(task)
+        the_task = resolve_task(task, platform="android" if cfg.environment.kind == "android" else None)
+        check_task_platform(cfg.environment.kind, the_task)
         if cfg.policy.model == DEMO_MODEL:
             register_demo(the_task.id)
             cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
@@ -182,8 +186,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
 
 def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> None:
     console.print(f"[bold]task[/bold] {escape(task.id)}: {escape(task.instruction)}")
-    where = cfg.environment.url if cfg.environment.kind == "osworld" else "a local desktop"
-    console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(str(where))}")
+    console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(where(cfg.environment))}")
     if cfg.policy.model.startswith("scripted/"):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label or 'scripted replies, not a model')}")
     console.print(f"[bold]run folder[/bold] {layout.path}")

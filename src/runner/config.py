@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from agent_s3 import WorkerConfig
 from core.config import load_config
@@ -54,9 +54,10 @@ class ModelConfig(_Section):
 class EnvironmentConfig(_Section):
     """Where the rollout runs."""
 
-    kind: Literal["local", "osworld"] = "local"
+    kind: Literal["local", "osworld", "android"] = "local"
     """``local``: a virtual desktop started on this machine; ``osworld``: a running server
-    that speaks OSWorld's protocol (an OSWorld VM, or this project's server)."""
+    that speaks OSWorld's protocol (an OSWorld VM, or this project's server); ``android``:
+    emulators (or devices) behind an adb server."""
     url: str | None = None
     """Base URL of the OSWorld-protocol server (``kind: osworld``)."""
     token: SecretStr | None = None
@@ -71,6 +72,18 @@ class EnvironmentConfig(_Section):
     """Seconds one GUI action may run."""
     sandbox: bool = True
     """Offer the coding agent a sandbox in the environment (off hides call_code_agent)."""
+    adb_host: str = "127.0.0.1"
+    """Host of the adb server (``kind: android``)."""
+    adb_port: int = Field(default=5037, ge=1, le=65535)
+    """Port of the adb server (``kind: android``)."""
+    serials: list[str] | None = None
+    """Devices to use (``emulator-5554``, ...); None takes the first online ones, emulators first."""
+    console_token: Path | None = None
+    """The emulators' console auth token file; None is ~/.emulator_console_auth_token."""
+    snapshot: str = "agent_s3_start"
+    """Emulator snapshot a task without one of its own reverts to (``kind: android``)."""
+    save_snapshot: bool = False
+    """Save each emulator's current state as `snapshot` when the pool opens (else it must exist)."""
 
 
 class RolloutConfig(_Section):
@@ -80,6 +93,9 @@ class RolloutConfig(_Section):
     """Steps before the rollout ends as ``step_limit`` (a task's own budget wins)."""
     settle_seconds: float = Field(default=3.0, ge=0)
     """Pause after each action before the next screenshot, so the screen has settled."""
+    settle_by_kind: dict[str, float] = Field(default_factory=lambda: {"android": 1.0})
+    """Settle seconds per ``environment.kind``, used when `settle_seconds` is not set (a phone
+    redraws faster than a desktop's applications start)."""
     cost_limit: float | None = Field(default=None, gt=0)
     """Dollars the rollout's model calls may cost before it ends as ``cost_limit``."""
     max_wait_seconds: float = Field(default=60.0, gt=0)
@@ -153,6 +169,16 @@ class RunConfig(_Section):
     """A note carried into the run's files, e.g. that the policy is scripted."""
     seed: int | None = None
     """Seed of the policy's decoding, when the provider honours one."""
+
+
+    @model_validator(mode="after")
+    def _settle_for_kind(self) -> RunConfig:
+        """Apply the environment kind's settle time unless `rollout.settle_seconds` was given."""
+        rollout = self.rollout
+        by_kind = rollout.settle_by_kind.get(self.environment.kind)
+        if by_kind is not None and "settle_seconds" not in rollout.model_fields_set:
+            self.rollout = rollout.model_copy(update={"settle_seconds": by_kind})
+        return self
 
 
 def load_run_config(sources: Iterable[str | Path | Mapping[str, Any]]) -> RunConfig:

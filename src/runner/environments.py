@@ -1,9 +1,10 @@
 """Environments for a run: a pool to borrow from, and a task's setup and scoring on one.
 
 ``local`` starts desktops on this machine (stopped when the pool closes, on Ctrl-C too);
-``osworld`` drives one running server that speaks OSWorld's protocol. A task is prepared
-by reverting to its snapshot and running its setup steps through the server's endpoints,
-and scored by its evaluator through the same endpoints.
+``osworld`` drives one running server that speaks OSWorld's protocol; ``android`` borrows
+emulators behind an adb server (see `runner.android`). A task is prepared by reverting to
+its snapshot and running its setup steps through the server's endpoints (on a phone, adb
+shell commands), and scored by its evaluator through the same endpoints.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Protocol
 
 from core.protocols import EnvError, Environment, Platform
 from core.trajectory import Task
+from environments.android import AdbTaskClient, AndroidEnvironment
 from environments.local import SNAPSHOTS, DesktopConfig, LocalEnvironment, LocalProvider
 from environments.osworld import OSWorldClient, OSWorldDesktop
 from environments.tasks import TaskClient, TaskContext, evaluate, run_setup
 from environments.tasks.convert import from_core_task
 
+from .android import open_android_pool, revert_android
 from .config import EnvironmentConfig
 
 __all__ = ["EnvironmentPool", "FixedPool", "open_pool", "prepare_task", "score_task", "task_client"]
@@ -76,6 +79,10 @@ async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, .
         async with LocalProvider(size, base_dir=cfg.base_dir, config=desktop) as provider:
             yield _LocalPool(provider)
         return
+    if cfg.kind == "android":
+        async with open_android_pool(cfg, size) as pool:
+            yield pool
+        return
     if not cfg.url:
         raise EnvError("environment.kind osworld needs a server URL: pass --url http://HOST:PORT")
     token = cfg.token.get_secret_value() if cfg.token else None
@@ -109,6 +116,8 @@ async def task_client(env: Environment) -> AsyncIterator[TaskClient]:
             await client.aclose()
     elif isinstance(env, OSWorldDesktop):
         yield env.client
+    elif isinstance(env, AndroidEnvironment):
+        yield AdbTaskClient(env)
     else:
         raise EnvError(f"{type(env).__name__} has no controller endpoints for task setup and evaluation")
 
@@ -117,6 +126,8 @@ async def prepare_task(env: Environment, task: Task, cache_dir: Path) -> None:
     """Revert `env` to the task's start state and run the task's setup steps."""
     if isinstance(env, LocalEnvironment):
         await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank")
+    elif isinstance(env, AndroidEnvironment):
+        await revert_android(env, task)
     elif not isinstance(env, OSWorldDesktop):
         await env.revert()
     # An OSWorld server given by URL is reverted by whoever owns the VM.

@@ -15,6 +15,7 @@ from core.llm import ChatModel, Ledger
 from core.protocols import Environment
 from environments.local import LocalEnvironment
 
+from .android import android_worker_for
 from .config import ModelConfig, RunConfig
 
 __all__ = ["ModelSet", "build_models", "make_worker", "spent_by", "worker_config"]
@@ -105,6 +106,8 @@ def _account(uid: int) -> str:
 def make_worker(cfg: RunConfig, models: ModelSet, env: Environment) -> Worker:
     """A fresh worker (empty history) for one rollout in `env`."""
     wcfg = worker_config(cfg, env)
+    if env.platform == "android":
+        return android_worker_for(models, wcfg)
     sandbox = cfg.environment.sandbox and env.sandbox() is not None
     return Worker(
         models.policy,
