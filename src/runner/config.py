@@ -22,6 +22,7 @@ from .wide_config import WideConfig
 __all__ = [
     "CriticConfig",
     "EnvironmentConfig",
+    "ExecutorConfig",
     "GuideConfig",
     "ModelConfig",
     "RolloutConfig",
@@ -84,6 +85,21 @@ class EnvironmentConfig(_Section):
     """Emulator snapshot a task without one of its own reverts to (``kind: android``)."""
     save_snapshot: bool = False
     """Save each emulator's current state as `snapshot` when the pool opens (else it must exist)."""
+
+
+class ExecutorConfig(_Section):
+    """Where the rollouts of a run execute."""
+
+    kind: Literal["asyncio", "ray"] = "asyncio"
+    """``asyncio``: every rollout in this process, on environments of this machine; ``ray``:
+    environments held by one actor per host of a Ray cluster, the agent loops here."""
+    ray_address: str = "local"
+    """``local`` (a Ray instance started for the run, loopback only), ``auto`` (the cluster
+    this machine belongs to) or ``ray://HEAD:10001`` (Ray Client)."""
+    per_host: int | None = Field(default=None, ge=1)
+    """Environments each host starts; None spreads the run's width over the hosts."""
+    max_hosts: int | None = Field(default=None, ge=1)
+    """Use at most this many hosts of the cluster (None: every alive node)."""
 
 
 class RolloutConfig(_Section):
@@ -152,6 +168,8 @@ class RunConfig(_Section):
     platform is taken from the environment."""
     environment: EnvironmentConfig = EnvironmentConfig()
     rollout: RolloutConfig = RolloutConfig()
+    executor: ExecutorConfig = ExecutorConfig()
+    """In-process asyncio (the default) or a Ray cluster."""
     strategy: Literal["single", "retry", "wide"] = "single"
     """How a task is run: ``single`` is one rollout; ``retry`` runs rollouts until the critic
     accepts one (at most ``critic.attempts``); ``wide`` runs N rollouts and a judge picks one."""

@@ -14,7 +14,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from core.llm import Ledger
 from core.protocols import EnvError, Environment, EnvironmentLost
@@ -29,6 +30,7 @@ from .rollout import Rollout, StepHook
 
 __all__ = [
     "STRATEGIES",
+    "HostedEnvironment",
     "RolloutOutcome",
     "SingleRollout",
     "Strategy",
@@ -74,6 +76,32 @@ class Strategy(Protocol):
     async def __call__(self, run: TaskRun) -> TaskResult: ...
 
 
+@runtime_checkable
+class HostedEnvironment(Protocol):
+    """An environment run by another process or host (e.g. a Ray actor): it sets tasks up,
+    scores them and describes itself to the worker where it runs, since the controller
+    endpoints and the desktop's accounts are only reachable there."""
+
+    async def prepare_task(self, task: Task, cache_dir: Path) -> None: ...
+
+    async def score_task(self, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None: ...
+
+    async def worker_settings(self, cfg: RunConfig) -> RunConfig: ...
+
+
+async def _prepare(env: Environment, task: Task, cache: Path) -> None:
+    if isinstance(env, HostedEnvironment):
+        await env.prepare_task(task, cache)
+    else:
+        await prepare_task(env, task, cache)
+
+
+async def _score(env: Environment, task: Task, cache: Path, last_action: str | None) -> float | None:
+    if isinstance(env, HostedEnvironment):
+        return await env.score_task(task, cache, last_action=last_action)
+    return await score_task(env, task, cache, last_action=last_action)
+
+
 async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | None = None,
                       models: ModelSet | None = None) -> RolloutOutcome:
     """Prepare the task in `env`, run rollout `k` there, and score it."""
@@ -85,7 +113,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
     info = RolloutInfo(run_id=layout.run_id, task_id=task.id, rollout=k, model=tagged.policy.name,
                        seed=seed, environment=env.name, started_at=time.time())
     try:
-        await prepare_task(env, task, cache)
+        await _prepare(env, task, cache)
     except EnvError as e:
         status: RolloutStatus = "environment_lost" if isinstance(e, EnvironmentLost) else "errored"
         await asyncio.to_thread(rd.start, info)
@@ -93,7 +121,10 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
         result = RolloutResult(status, f"task setup failed: {e}", 0, None, 0.0, 0.0)
         return RolloutOutcome(k, result, None, None)
     guide_model = tagged.guide or (run.models.guide.with_tags(**tags) if run.models.guide is not None else None)
-    worker = make_worker(guided_config(run.config), tagged, env)
+    cfg = guided_config(run.config)
+    if isinstance(env, HostedEnvironment):  # the worker's facts come from where it runs
+        cfg = await env.worker_settings(cfg)
+    worker = make_worker(cfg, tagged, env)
     rollout = Rollout(
         env=env,
         worker=worker,
@@ -110,7 +141,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
     if result.status in ("environment_lost", "errored"):
         return RolloutOutcome(k, result, None, None)
     try:
-        score = await score_task(env, task, cache, last_action=result.last_action)
+        score = await _score(env, task, cache, result.last_action)
     except EnvError as e:
         _log.warning("evaluating %s rollout %d failed: %s", task.id, k, e)
         return RolloutOutcome(k, result, None, str(e))

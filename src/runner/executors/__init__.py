@@ -1,0 +1,34 @@
+"""Executors: where a run's rollouts execute.
+
+``asyncio`` (the default) runs every rollout in this process on environments of this
+machine. ``ray`` keeps the agent loops, narration and judging in this process and borrows
+environments from one long-lived actor per host of a Ray cluster (`runner.executors.ray_pool`),
+so one run folder and one ledger are written by this process alone. `open_environments`
+is the one place that chooses; the Ray modules are imported only when Ray is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from ..config import RunConfig
+from ..environments import EnvironmentPool, open_pool
+
+__all__ = ["EXECUTORS", "open_environments"]
+
+#: The executor names ``executor.kind`` (``--executor``) accepts.
+EXECUTORS = ("asyncio", "ray")
+
+
+@asynccontextmanager
+async def open_environments(cfg: RunConfig, *, size: int = 1, hide: tuple[str, ...] = ()) -> AsyncIterator[EnvironmentPool]:
+    """The run's environments under its executor, closed (and Ray left) afterwards."""
+    if cfg.executor.kind == "ray":
+        from .ray_pool import open_ray_pool  # Ray is heavy and optional
+
+        async with open_ray_pool(cfg, size=size, hide=hide) as pool:
+            yield pool
+        return
+    async with open_pool(cfg.environment, size=size, hide=hide) as pool:
+        yield pool

@@ -1,0 +1,66 @@
+"""Joining a Ray cluster for one run, or starting a private one on this machine.
+
+``local`` starts Ray here bound to 127.0.0.1 (no dashboard, no usage statistics) and shuts
+it down when the run ends; ``auto`` and ``ray://…`` join a cluster someone else runs and
+only disconnect. A session already open in this process (e.g. a test's) is reused as is.
+Every host must have this project installed in the same Python environment as the
+driver; nothing else needs to be shared (see `runner.executors.ray_pool`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import ray
+from ray._private import ray_constants
+
+from core.protocols import EnvError
+
+__all__ = ["LOCAL", "ray_session", "start_local_ray"]
+
+#: The address that starts a private single-machine cluster.
+LOCAL = "local"
+
+
+def start_local_ray(num_cpus: int | None = None) -> None:
+    """Start Ray on this machine, reachable over loopback only.
+
+    Ray turns 127.0.0.1 into the machine's routable address unless clustering is off, the
+    setting it reads on each lookup (and its child processes read from the environment).
+    """
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ[ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    ray.init(
+        address=LOCAL,
+        num_cpus=num_cpus if num_cpus is not None else os.cpu_count() or 1,
+        _node_ip_address="127.0.0.1",
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+        configure_logging=False,
+    )
+
+
+@contextmanager
+def ray_session(address: str) -> Iterator[None]:
+    """Ray connected for the duration of the block."""
+    if ray.is_initialized():
+        yield
+        return
+    try:
+        if address == LOCAL:
+            start_local_ray()
+        else:
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise EnvError(f"cannot join the Ray cluster at {address!r} ({e}); "
+                       "start it with `ray start --head`, or pass --ray-address local") from None
+    try:
+        yield
+    finally:
+        ray.shutdown()

@@ -1,0 +1,233 @@
+"""The Ray executor on a real single-node Ray cluster (loopback only, started once for the
+module): the same scripted wide run of a local-suite task, once in process and once with
+the desktops held by a Ray actor, gives the same files, scores and pick; killing the host
+mid-rollout records the rollouts as environment_lost, stops the host's desktops and leaves
+the run folder consistent; shutting Ray down leaves no Ray process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runner_helpers import desktops_missing
+
+from core.llm import Ledger, Script, ScriptRequest
+from core.llm.fakeserver import OpenAIServer
+from core.trajectory import RunLayout, Selection, TaskResult
+from runner.config import load_run_config
+from runner.demo_policy import DEMO_PLANS, PlannedReplies, action_reply
+from runner.executors import open_environments
+from runner.models import build_models
+from runner.rollout import StepEvent, StepHook
+from runner.strategy import TaskRun
+from runner.tasks import resolve_task
+from runner.wide import WideScaling
+
+pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
+
+KEY = "sk-ray-test-key"
+TASK = "mousepad-append-line"
+_RAY_DAEMONS = ("raylet", "gcs_server")
+
+
+def _commands() -> dict[int, str]:
+    """Every live process's command line (zombies and vanished ones left out)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                continue
+            if cmd:
+                out[int(entry.name)] = cmd
+    return out
+
+
+def _ray_processes() -> set[int]:
+    return {pid for pid, cmd in _commands().items()
+            if any(d in cmd for d in _RAY_DAEMONS) or "default_worker.py" in cmd}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    """A Ray instance on this machine, 2 CPUs, bound to 127.0.0.1; shut down and checked
+    for leftovers at the end."""
+    reason = desktops_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    import ray
+
+    from runner.executors.ray_session import start_local_ray
+
+    before = _ray_processes()
+    start_local_ray(num_cpus=2)
+    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        deadline = time.monotonic() + 20
+        while (left := _ray_processes() - before) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert not left, f"Ray processes left behind: {left}"
+
+
+def _solver() -> PlannedReplies:
+    return PlannedReplies(plan=list(DEMO_PLANS[TASK].plan))
+
+
+def _gives_up() -> PlannedReplies:
+    return PlannedReplies(plan=[action_reply("The list is not there.", "agent.fail()")])
+
+
+def _narrator_and_judge(judge_prompts: list[str]) -> Any:
+    """Facts from what the action text says; the judge picks the candidate that typed
+    'apples' and saved."""
+
+    def reply(request: ScriptRequest) -> str:
+        system = next((m.text() for m in request.messages if m.role == "system"), "")
+        text = "\n".join(m.text() for m in request.messages if m.role != "system")
+        if system.startswith("You describe what a single computer action"):
+            facts = ["A new last line 'apples' appears in the editor"] if "apples" in text else []
+            if "'s'" in text or '"s"' in text:
+                facts.append("The file was saved")
+            listed = "\n".join(f"- {f}" for f in facts or ["Nothing visible changed"])
+            return f"<thoughts>Compared.</thoughts>\n<facts>\n{listed}\n</facts>"
+        judge_prompts.append(text)
+        parts = re.split(r"===== Candidate (\d+) =====", text)
+        for number, body in zip(parts[1::2], parts[2::2], strict=True):
+            if "'apples'" in body and "saved" in body:
+                return f"<thoughts>Candidate {number} typed apples and saved.</thoughts>\n<answer>{number}</answer>"
+        return "<thoughts>None does.</thoughts>\n<answer>1</answer>"
+
+    return reply
+
+
+@dataclass
+class Ran:
+    strategy: WideScaling
+    result: TaskResult
+    layout: RunLayout
+    judge_prompts: list[str]
+    seconds: float
+
+    def files(self) -> set[str]:
+        root = self.layout.path
+        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+    def selection(self) -> Selection | None:
+        return self.layout.task(TASK).read_selection()
+
+
+async def _run(root: Path, executor: str, *, hooks: list[StepHook] | None = None,
+               wide: dict[str, Any] | None = None, pool_seen: list[Any] | None = None) -> Ran:
+    task = resolve_task(TASK)
+    judge_prompts: list[str] = []
+    async with AsyncExitStack() as stack:
+        urls = []
+        for name, plan in (("solver", _solver()), ("gives-up", _gives_up())):
+            server = await stack.enter_async_context(
+                OpenAIServer(Script(f"ray-{executor}-{root.name}-{name}", [plan] * 200), api_key=KEY))
+            urls.append({"model": f"openai/{name}", "base_url": server.base_url, "api_key": KEY})
+        judge = await stack.enter_async_context(OpenAIServer(
+            Script(f"ray-{executor}-{root.name}-judge", [_narrator_and_judge(judge_prompts)] * 200), api_key=KEY))
+        cfg = load_run_config([{
+            "policy": {"model": urls[0]["model"], "base_url": urls[0]["base_url"], "api_key": KEY},
+            "rollout": {"settle_seconds": 0.2},
+            "environment": {"base_dir": str(root / "envs")},
+            "executor": {"kind": executor},
+            "strategy": "wide",
+            "wide": {"mixture": urls, "seed": 11, "judge": "bjudge",
+                     "judge_model": {"model": "openai/judge", "base_url": judge.base_url, "api_key": KEY},
+                     **(wide or {})},
+        }])
+        layout = RunLayout(root / "runs", "run", durable=False)
+        layout.path.mkdir(parents=True, exist_ok=True)
+        ledger = Ledger(layout.ledger_path)
+        models = build_models(cfg, ledger)
+        strategy = WideScaling()
+        started = time.perf_counter()
+        try:
+            async with open_environments(cfg, size=2, hide=(str(root / "runs"),)) as pool:
+                if pool_seen is not None:
+                    pool_seen.append(pool)
+                run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
+                              hooks=list(hooks or []))
+                result = await strategy(run)
+        finally:
+            await strategy.aclose()
+            await models.aclose()
+    return Ran(strategy, result, layout, judge_prompts, time.perf_counter() - started)
+
+
+def _xvfb_under(base: Path) -> list[int]:
+    return [pid for pid, cmd in _commands().items() if "Xvfb" in cmd.split(" ")[0] and str(base) in cmd]
+
+
+def test_ray_and_asyncio_give_the_same_run(ray_cluster: None, tmp_path: Path) -> None:
+    in_process = asyncio.run(_run(tmp_path / "asyncio", "asyncio"))
+    on_ray = asyncio.run(_run(tmp_path / "ray", "ray"))
+    for ran in (in_process, on_ray):
+        outcomes = ran.strategy.outcomes[TASK]
+        assert [o.result.status for o in outcomes] == ["done", "failed"]
+        assert [o.score for o in outcomes] == [1.0, 0.0]
+        assert ran.result.selected == 0 and ran.result.selected_score == 1.0 and ran.result.n == 2
+        assert len(ran.judge_prompts) == 1
+    # Same files (steps, pictures, narratives, evaluator cache, ledger), same pick and reasons.
+    assert on_ray.files() == in_process.files()
+    assert on_ray.result == in_process.result
+    mine, theirs = on_ray.selection(), in_process.selection()
+    assert mine is not None and theirs is not None
+    assert (mine.chosen, mine.candidates, mine.reasoning) == (theirs.chosen, theirs.candidates, theirs.reasoning)
+    assert on_ray.judge_prompts == in_process.judge_prompts
+    # The rollouts ran on the actor's desktops, and the driver's ledger is the run's only one.
+    headers = on_ray.layout.task(TASK).headers()
+    assert all("@" in (headers[k].environment or "") for k in (0, 1))
+    assert {headers[0].environment, headers[1].environment} != {None}
+    modules = [r.module for r in Ledger.read(on_ray.layout.ledger_path)]
+    assert modules.count("judge") == 1 and "policy" in modules and "narrative" in modules
+    assert sorted(p.name for p in on_ray.layout.path.rglob("ledger*.jsonl")) == ["ledger.jsonl"]
+    assert not _xvfb_under(tmp_path)
+
+
+def test_a_lost_host_records_its_rollouts_and_stops_its_desktops(ray_cluster: None, tmp_path: Path) -> None:
+    import ray
+
+    from runner.executors.ray_pool import RayPool
+
+    pools: list[Any] = []
+    killed: list[str] = []
+
+    async def kill_host(event: StepEvent) -> None:
+        if not killed:
+            pool = pools[0]
+            assert isinstance(pool, RayPool)
+            killed.append(event.task_id)
+            ray.kill(pool.hosts[0].actor, no_restart=True)
+
+    ran = asyncio.run(_run(tmp_path, "ray", hooks=[kill_host], wide={"max_retries": 1}, pool_seen=pools))
+    assert killed
+    outcomes = ran.strategy.outcomes[TASK]
+    # The kill lands after some rollout's first step; the other rollout, mid-way or not yet
+    # begun, is lost as well: the cluster has one host. Every loss is recorded, not raised.
+    assert {o.result.status for o in outcomes} <= {"environment_lost", "failed"}
+    assert any(o.result.status == "environment_lost" for o in outcomes)
+    for o in outcomes:
+        header = ran.layout.task(TASK).rollout(o.index).read_info()
+        assert header is not None and header.finished
+        if o.result.status == "environment_lost":
+            assert "Ray host" in (header.reason or "")
+    assert ran.layout.task(TASK).read_result() == ran.result
+    # The killed actor's desktops are stopped by their watchdog.
+    deadline = time.monotonic() + 15
+    while _xvfb_under(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert not _xvfb_under(tmp_path)
