@@ -23,6 +23,8 @@ from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
 
 from .android import check_task_platform, where
+from .aws_cli import app as aws_app
+from .bench_cli import app as bench_app
 from .config import RunConfig, load_run_config
 from .critic_cli import register as register_critic_commands
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
@@ -34,6 +36,7 @@ from .models import ModelSet, build_models, worker_config
 from .progress import StepPrinter
 from .retry import RetryUntilSuccess, check_critic
 from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
+from .sweep_cli import sweep_command
 from .tasks import resolve_task
 from .wide_cli import check_wide, missing_key_line, prepare_wide, run_wide, summarize
 
@@ -44,6 +47,9 @@ app.add_typer(env_app, name="env")
 register_critic_commands(app)
 app.command("judge")(judge_command)
 app.command("report")(report_command)
+app.add_typer(bench_app, name="bench")
+app.add_typer(aws_app, name="aws")
+app.command("sweep")(sweep_command)
 
 
 def _fail(message: str) -> typer.Exit:

@@ -55,10 +55,11 @@ class ModelConfig(_Section):
 class EnvironmentConfig(_Section):
     """Where the rollout runs."""
 
-    kind: Literal["local", "osworld", "android"] = "local"
+    kind: Literal["local", "osworld", "android", "aws"] = "local"
     """``local``: a virtual desktop started on this machine; ``osworld``: a running server
     that speaks OSWorld's protocol (an OSWorld VM, or this project's server); ``android``:
-    emulators (or devices) behind an adb server."""
+    emulators (or devices) behind an adb server; ``aws``: OSWorld desktop images launched
+    on EC2 (see `aws.FleetConfig`)."""
     url: str | None = None
     """Base URL of the OSWorld-protocol server (``kind: osworld``)."""
     token: SecretStr | None = None
@@ -71,6 +72,9 @@ class EnvironmentConfig(_Section):
     """Where local desktops keep their state; None is $AGENT_S3_ENV_DIR or /tmp/agent-s3/envs."""
     action_timeout: float = Field(default=30.0, gt=0)
     """Seconds one GUI action may run."""
+    fleet: dict[str, Any] = Field(default_factory=dict)
+    """``kind: aws``: the fleet's settings (region, images, instance_type, ...), checked by
+    `aws.FleetConfig`; unset ones come from OSWorld's environment variables."""
     sandbox: bool = True
     """Offer the coding agent a sandbox in the environment (off hides call_code_agent)."""
     adb_host: str = "127.0.0.1"

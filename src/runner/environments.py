@@ -15,11 +15,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol
 
+from pydantic import ValidationError
+
+from aws import FleetConfig
 from core.protocols import EnvError, Environment, Platform
 from core.trajectory import Task
 from environments.android import AdbTaskClient, AndroidEnvironment
 from environments.local import SNAPSHOTS, DesktopConfig, LocalEnvironment, LocalProvider
 from environments.osworld import OSWorldClient, OSWorldDesktop
+from environments.osworld.aws import AWSDesktop, AWSProvider
 from environments.tasks import TaskClient, TaskContext, evaluate, run_setup
 from environments.tasks.convert import from_core_task
 
@@ -69,10 +73,12 @@ class _LocalPool:
 
 
 @asynccontextmanager
-async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, ...] = ()) -> AsyncIterator[EnvironmentPool]:
+async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, ...] = (),
+                    run_id: str | None = None) -> AsyncIterator[EnvironmentPool]:
     """Start (or connect to) the environments of a run and close them afterwards.
 
-    `hide` lists host folders the coding agent's sandbox must not see (the run folder).
+    `hide` lists host folders the coding agent's sandbox must not see (the run folder);
+    `run_id` tags the EC2 instances of ``kind: aws`` (found again by ``agent-s3 aws reap``).
     """
     if cfg.kind == "local":
         desktop = DesktopConfig(width=cfg.width, height=cfg.height, sandbox=cfg.sandbox, sandbox_hide=hide)
@@ -82,6 +88,11 @@ async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, .
     if cfg.kind == "android":
         async with open_android_pool(cfg, size) as pool:
             yield pool
+        return
+    if cfg.kind == "aws":
+        async with AWSProvider(size, config=_fleet_config(cfg), run_id=run_id, with_sandbox=cfg.sandbox,
+                               action_timeout=cfg.action_timeout) as aws:
+            yield aws
         return
     if not cfg.url:
         raise EnvError("environment.kind osworld needs a server URL: pass --url http://HOST:PORT")
@@ -100,6 +111,13 @@ async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, .
         yield FixedPool(env)
     finally:
         await client.aclose()
+
+
+def _fleet_config(cfg: EnvironmentConfig) -> FleetConfig:
+    try:
+        return FleetConfig.model_validate(cfg.fleet)
+    except ValidationError as e:
+        raise EnvError(f"environment.fleet is not a valid fleet configuration: {e.errors()[0]['msg']}") from None
 
 
 @asynccontextmanager
@@ -128,8 +146,8 @@ async def prepare_task(env: Environment, task: Task, cache_dir: Path) -> None:
         await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank")
     elif isinstance(env, AndroidEnvironment):
         await revert_android(env, task)
-    elif not isinstance(env, OSWorldDesktop):
-        await env.revert()
+    elif not isinstance(env, OSWorldDesktop) or isinstance(env, AWSDesktop):
+        await env.revert()  # an EC2 desktop relaunches from its image (skipped when unused)
     # An OSWorld server given by URL is reverted by whoever owns the VM.
     if not task.config and not task.evaluator:
         return

@@ -1,0 +1,186 @@
+"""Benchmarks: every task of an OSWorld task list (or the local suite) under one strategy.
+
+`load_bench_tasks` reads the list and the task files, keeps a domain and a count, and sets
+aside (with their gaps) tasks whose setup steps, getters or metrics this runner cannot run.
+`run_bench` runs the rest, resumable (see `runner.resume`): tasks already finished are
+skipped, a wide task re-runs only its missing rollouts, then its judge. Each task's
+result.json is written as it ends; the run's metrics go to ``summary.json`` at its root.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.config import dump_config
+from core.llm import Ledger
+from core.trajectory import RunLayout, Task, TaskResult
+from environments.tasks import SUITE_DIR, load_task_list, task_gaps
+from environments.tasks.convert import to_core_task
+
+from .config import RunConfig
+from .environments import open_pool
+from .metrics import BenchMetrics, compute_metrics, write_metrics
+from .mixture import assign, parse_mixture
+from .models import ModelSet, worker_config
+from .resume import (
+    BenchManifest,
+    ResumingWide,
+    check_resume,
+    single_result,
+    task_finished,
+    write_manifest,
+)
+from .strategy import STRATEGIES, SingleRollout, Strategy, TaskRun, run_tasks
+
+__all__ = ["LOCAL_LIST", "BenchRun", "BenchTasks", "load_bench_tasks", "rollouts_per_task", "run_bench"]
+
+_log = logging.getLogger(__name__)
+
+#: The local suite's task list (OSWorld's list format).
+LOCAL_LIST = SUITE_DIR / "test_local.json"
+
+
+@dataclass
+class BenchTasks:
+    """The tasks to run, each with its domain, and those set aside with their gaps."""
+
+    tasks: list[Task] = field(default_factory=list)
+    domains: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+
+
+def load_bench_tasks(list_file: Path, examples: Path | None = None, *, domain: str | None = None,
+                     limit: int | None = None) -> BenchTasks:
+    """The runnable tasks of `list_file` (files under `examples`, default ``examples``
+    beside the list), of one `domain` if given, at most `limit` of them."""
+    out = BenchTasks()
+    for task in load_task_list(list_file, examples):
+        if domain is not None and task.domain != domain:
+            continue
+        gaps = task_gaps(task)
+        if gaps:
+            out.skipped[task.id] = gaps
+            continue
+        if limit is not None and len(out.tasks) >= limit:
+            break
+        out.tasks.append(to_core_task(task))
+        out.domains[task.id] = task.domain
+    return out
+
+
+def rollouts_per_task(cfg: RunConfig) -> int:
+    """N: rollouts each task gets (1 unless wide; retry counts its attempts itself)."""
+    if cfg.strategy != "wide":
+        return 1
+    entries = parse_mixture(cfg.wide.mixture)
+    if not entries:
+        return cfg.wide.rollouts or 1
+    return len(assign(entries, cfg.wide.rollouts, 0))
+
+
+class _ResumingSingle(SingleRollout):
+    """One rollout; a rollout 0 finished by an earlier attempt of the run is kept."""
+
+    async def __call__(self, run: TaskRun) -> TaskResult:
+        kept = await asyncio.to_thread(single_result, run.layout, run.task)
+        if kept is None:
+            return await super().__call__(run)
+        await asyncio.to_thread(run.task_dir.write_result, kept)
+        return kept
+
+
+def _strategy(cfg: RunConfig) -> Strategy:
+    if cfg.strategy == "wide":
+        return ResumingWide()
+    if cfg.strategy == "single":
+        return _ResumingSingle()
+    return STRATEGIES[cfg.strategy]()
+
+
+@dataclass
+class BenchRun:
+    """What one invocation did: tasks run now, tasks kept from before, errors, metrics."""
+
+    layout: RunLayout
+    ran: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+    resumed: bool = False
+    metrics: BenchMetrics | None = None
+
+
+OnTask = Callable[[Task, TaskResult | BaseException], Awaitable[None]]
+
+
+async def run_bench(cfg: RunConfig, bench: BenchTasks, layout: RunLayout, models: ModelSet, ledger: Ledger, *,
+                    suite: str, identity: dict[str, object], concurrency: int = 1,
+                    on_task: OnTask | None = None) -> BenchRun:
+    """Run (or resume) the benchmark in `layout`; raises `ResumeMismatch` before any work
+    when the run folder holds a run made with other settings."""
+    manifest = check_resume(layout, suite, identity)
+    out = BenchRun(layout, resumed=manifest is not None)
+    if manifest is None:
+        seed = cfg.wide.seed if cfg.wide.seed is not None else random.SystemRandom().randrange(2**30)
+        manifest = BenchManifest(suite=suite, identity=identity, domains=bench.domains,
+                                 skipped=bench.skipped, seed=seed)
+        await asyncio.to_thread(write_manifest, layout, manifest)
+    else:
+        await asyncio.to_thread(layout.remove_temporaries)
+    cfg = cfg.model_copy(update={"wide": cfg.wide.model_copy(update={"seed": manifest.seed})})
+    n = rollouts_per_task(cfg)
+    todo: list[Task] = []
+    for task in bench.tasks:
+        if cfg.strategy == "retry":  # retry decides its own attempts: resumed per task
+            done = await asyncio.to_thread(layout.task(task.id).read_result) is not None
+        else:
+            done = await asyncio.to_thread(task_finished, layout, task, n)
+        if done:
+            out.kept.append(task.id)
+        else:
+            todo.append(task)
+    if todo:
+        await _run(cfg, todo, layout, models, ledger, out, concurrency, on_task)
+    else:
+        await models.aclose()
+    out.metrics = await asyncio.to_thread(compute_metrics, layout, manifest.domains)
+    await asyncio.to_thread(write_metrics, layout, out.metrics)
+    return out
+
+
+async def _run(cfg: RunConfig, todo: list[Task], layout: RunLayout, models: ModelSet, ledger: Ledger,
+               out: BenchRun, concurrency: int, on_task: OnTask | None) -> None:
+    width = min(rollouts_per_task(cfg), cfg.wide.concurrency or rollouts_per_task(cfg)) if cfg.strategy == "wide" else 1
+    strategy = _strategy(cfg)
+    hide = (str(cfg.out_dir.resolve()),)
+
+    async def landed(task: Task, result: TaskResult | BaseException) -> None:
+        if isinstance(result, BaseException):
+            out.errors[task.id] = f"{type(result).__name__}: {result}"[:300]
+        else:
+            out.ran.append(task.id)
+        if on_task is not None:
+            await on_task(task, result)
+
+    try:
+        async with open_pool(cfg.environment, size=width * max(concurrency, 1), hide=hide,
+                             run_id=layout.run_id) as pool:
+            if layout.read_config() is None:
+                env = await pool.acquire()
+                shown = cfg.model_copy(update={"worker": worker_config(cfg, env)})
+                pool.release(env)
+                await asyncio.to_thread(layout.write_config, dump_config(shown))
+
+            def make_run(task: Task) -> TaskRun:
+                return TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger)
+
+            await run_tasks(todo, strategy, make_run, concurrency=concurrency, on_result=landed)
+    finally:
+        close = getattr(strategy, "aclose", None)
+        if close is not None:
+            await close()
+        await models.aclose()

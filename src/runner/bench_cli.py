@@ -1,0 +1,252 @@
+"""``agent-s3 bench osworld|local``: a whole task list under one strategy, resumable;
+``agent-s3 bench metrics RUN_DIR`` and ``agent-s3 bench export RUN_DIR ROOT``.
+
+Resuming is implied: running a command again with the same ``--out`` and ``--run-id``
+continues that run (finished tasks and rollouts are kept, the rest are run), and a run
+made with other settings is refused in one line. See `runner.resume`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from core.config import ConfigError
+from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.protocols import EnvError
+from core.trajectory import RunLayout, Task, TaskResult, check_name
+from environments.tasks import SUITE_DIR, TaskError
+
+from .bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
+from .config import RunConfig, load_run_config
+from .guided import check_guide
+from .metrics import compute_metrics, format_metrics, write_metrics
+from .models import build_models
+from .osworld_export import export_osworld
+from .report import write_report
+from .resume import ResumeMismatch, identity_of, read_manifest
+from .retry import check_critic
+from .wide_cli import check_wide, missing_key_line
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Benchmarks: OSWorld task lists or the local suite, resumable.", no_args_is_help=True)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+def _overrides(options: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for dotted, value in options.items():
+        if value is None:
+            continue
+        node = out
+        *parents, last = dotted.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return out
+
+
+Opt = typer.Option
+
+
+def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, Any], *, domain: str | None,
+           limit: int | None, parallel: int, export: Path | None, config: list[str] | None) -> None:
+    console = Console(highlight=False)
+    rollouts, mixture = opts.get("wide__rollouts"), opts.get("wide__mixture")
+    if opts.get("strategy") is None and (rollouts or mixture):
+        opts["strategy"] = "wide"
+    try:
+        cfg: RunConfig = load_run_config([*(config or []), _overrides(opts)])
+        if not cfg.run_id:
+            raise ValueError("a benchmark needs --run-id NAME (run it again with the same name to resume)")
+        check_name("run id", cfg.run_id)
+        check_critic(cfg)
+        check_wide(cfg)
+        check_guide(cfg)
+        bench: BenchTasks = load_bench_tasks(list_file, examples, domain=domain, limit=limit)
+    except (ConfigError, EnvError, TaskError, KeyError, ValueError) as e:
+        raise _fail(str(e).strip('"')) from None
+    if not bench.tasks:
+        raise _fail(f"no runnable task in {list_file}" + (f" for domain {domain!r}" if domain else "")
+                    + ": check --domain, or the skipped tasks' gaps with `python -m environments.tasks`")
+    layout = RunLayout(cfg.out_dir, str(cfg.run_id))
+    identity = identity_of(cfg.model_dump(mode="json"), tasks=str(list_file.resolve()),
+                           examples=str(examples.resolve()) if examples else None, domain=domain, limit=limit)
+    ledger = Ledger(layout.ledger_path)
+    try:
+        models = build_models(cfg, ledger)
+    except MissingAPIKeyError as e:
+        raise _fail(f"{cfg.policy.model} needs an API key: set {e.variable}") from None
+    except UnknownProviderError as e:
+        raise _fail(str(e)) from None
+    console.print(f"[bold]bench[/bold] {suite}: {len(bench.tasks)} tasks, {len(bench.skipped)} skipped "
+                  f"(unsupported setup or evaluator), strategy {cfg.strategy}; run folder {layout.path}")
+    for task_id, gaps in sorted(bench.skipped.items()):
+        console.print(f"  [dim]skipped {escape(task_id)}: {escape(', '.join(gaps))}[/dim]")
+
+    async def landed(task: Task, result: TaskResult | BaseException) -> None:
+        if isinstance(result, BaseException):
+            console.print(f"[red]{escape(task.id)}[/red] failed: {escape(str(result)[:200])}")
+        else:
+            score = "—" if result.selected_score is None else f"{result.selected_score:g}"
+            console.print(f"[bold]{escape(task.id)}[/bold] selected {result.selected} score {score}, "
+                          f"pass@{result.n} {result.pass_at_n}")
+
+    try:
+        done = asyncio.run(run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
+                                     concurrency=parallel, on_task=landed))
+    except ResumeMismatch as e:
+        raise _fail(str(e)) from None
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow]; run the same command again to resume {layout.path}")
+        raise typer.Exit(code=130) from None
+    except MissingAPIKeyError as e:
+        raise _fail(missing_key_line(e)) from None
+    except EnvError as e:
+        raise _fail(f"{e} (run again to resume: {layout.path})") from None
+    if done.resumed:
+        console.print(f"[bold]resumed[/bold]: {len(done.kept)} tasks kept from before, {len(done.ran)} run now")
+    assert done.metrics is not None
+    console.print(format_metrics(done.metrics), markup=False)
+    write_report(layout)
+    if export is not None:
+        exported = export_osworld(layout, export, domains=bench.domains)
+        console.print(f"[bold]exported[/bold] {len(exported.written)} tasks to {export}")
+    if cfg.policy.model.startswith("scripted/") or (cfg.label and "scripted" in cfg.label.lower()):
+        console.print("[bold yellow]SCRIPTED[/bold yellow] replies came from a script, not a model")
+    console.print(f"[bold]files[/bold] {layout.path} (summary.json, report.html)")
+    if done.errors:
+        raise typer.Exit(code=1)
+
+
+def _common(**kw: Any) -> dict[str, Any]:
+    return {
+        "policy__model": kw["model"], "policy__base_url": kw["base_url"], "environment__kind": kw["env"],
+        "environment__url": kw["url"], "out_dir": str(kw["out"]) if kw["out"] else None, "run_id": kw["run_id"],
+        "rollout__max_steps": kw["max_steps"], "rollout__settle_seconds": kw["settle"], "strategy": kw["strategy"],
+        "wide__rollouts": kw["rollouts"], "wide__mixture": kw["mixture"], "wide__judge": kw["judge"],
+        "wide__judge_model__model": kw["judge_model"], "wide__judge_model__base_url": kw["judge_base_url"],
+        "wide__seed": kw["seed"],
+    }
+
+
+_MODEL = Annotated[str | None, Opt("--model", "-m", help="Policy model as provider/model.")]
+_BASE = Annotated[str | None, Opt("--base-url", help="Endpoint of the policy model's server.")]
+_ENV = Annotated[str | None, Opt("--env", help="local, aws, or osworld (a server at --url).")]
+_URL = Annotated[str | None, Opt("--url", help="OSWorld-protocol server URL (with --env osworld).")]
+_ROLL = Annotated[int | None, Opt("--rollouts", min=1, help="N rollouts per task (wide scaling).")]
+_MIX = Annotated[str | None, Opt("--mixture", help="provider/model*count,... (wide scaling).")]
+_JUDGE = Annotated[str | None, Opt("--judge", help="bjudge, pairwise, independent or none.")]
+_JM = Annotated[str | None, Opt("--judge-model", help="Narrator and judge model (default: the policy's).")]
+_JB = Annotated[str | None, Opt("--judge-base-url", help="Endpoint of the judge model's server.")]
+_STRAT = Annotated[str | None, Opt("--strategy", help="single, retry or wide.")]
+_DOMAIN = Annotated[str | None, Opt("--domain", help="Only this domain of the task list.")]
+_LIMIT = Annotated[int | None, Opt("--limit", min=1, help="At most this many runnable tasks.")]
+_OUT = Annotated[Path | None, Opt("--out", help="Folder for run folders (default runs/).")]
+_RID = Annotated[str | None, Opt("--run-id", help="Run folder name; the same name again resumes the run.")]
+_STEPS = Annotated[int | None, Opt("--max-steps", help="Step budget of a rollout.")]
+_SETTLE = Annotated[float | None, Opt("--settle", help="Seconds to wait after each action.")]
+_SEED = Annotated[int | None, Opt("--seed", help="Base seed of the rollouts (default: drawn, kept on resume).")]
+_PAR = Annotated[int, Opt("--parallel", min=1, help="Tasks run at once.")]
+_EXPORT = Annotated[Path | None, Opt("--export", help="Also write the selected rollouts in OSWorld's results layout here.")]
+_CFG = Annotated[list[str] | None, Opt("-c", "--config", help="A run YAML file or a key=value override; repeatable.")]
+
+
+@app.command("osworld")
+def bench_osworld(
+    tasks: Annotated[Path, Opt("--tasks", help="OSWorld task list, e.g. evaluation_examples/test_nogdrive.json.")],
+    examples: Annotated[Path | None, Opt("--examples", help="The examples folder (default: examples beside the list).")] = None,
+    model: _MODEL = None, base_url: _BASE = None, env: _ENV = None, url: _URL = None, rollouts: _ROLL = None,
+    mixture: _MIX = None, judge: _JUDGE = None, judge_model: _JM = None, judge_base_url: _JB = None,
+    strategy: _STRAT = None, domain: _DOMAIN = None, limit: _LIMIT = None, out: _OUT = None, run_id: _RID = None,
+    max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
+    export: _EXPORT = None, config: _CFG = None,
+) -> None:
+    """Run an OSWorld task list (unsupported tasks are skipped and named)."""
+    opts = _common(model=model, base_url=base_url, env=env, url=url, out=out, run_id=run_id, max_steps=max_steps,
+                   settle=settle, strategy=strategy, rollouts=rollouts, mixture=mixture, judge=judge,
+                   judge_model=judge_model, judge_base_url=judge_base_url, seed=seed)
+    _bench("osworld", tasks, examples, opts, domain=domain, limit=limit, parallel=parallel, export=export,
+           config=config)
+
+
+@app.command("local")
+def bench_local(
+    model: _MODEL = None, base_url: _BASE = None, rollouts: _ROLL = None, mixture: _MIX = None,
+    judge: _JUDGE = None, judge_model: _JM = None, judge_base_url: _JB = None, strategy: _STRAT = None,
+    domain: _DOMAIN = None, limit: _LIMIT = None, out: _OUT = None, run_id: _RID = None,
+    max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
+    export: _EXPORT = None, config: _CFG = None,
+    task_ids: Annotated[list[str] | None, Opt("--task", help="Only these suite tasks (repeatable).")] = None,
+) -> None:
+    """Run the local suite on desktops of this machine."""
+    opts = _common(model=model, base_url=base_url, env="local", url=None, out=out, run_id=run_id,
+                   max_steps=max_steps, settle=settle, strategy=strategy, rollouts=rollouts, mixture=mixture,
+                   judge=judge, judge_model=judge_model, judge_base_url=judge_base_url, seed=seed)
+    list_file = LOCAL_LIST
+    if task_ids:
+        list_file = _subset_list(task_ids, Path(opts.get("out_dir") or "runs"))
+    _bench("local", list_file, SUITE_DIR / "examples", opts, domain=domain, limit=limit, parallel=parallel,
+           export=export, config=config)
+
+
+def _subset_list(task_ids: list[str], out: Path) -> Path:
+    """A task list of the suite holding only `task_ids` (written beside the runs)."""
+    import json
+
+    from environments.tasks import read_task_list
+
+    full = read_task_list(LOCAL_LIST)
+    chosen = {d: [t for t in ids if t in task_ids] for d, ids in full.items()}
+    unknown = sorted(set(task_ids) - {t for ids in full.values() for t in ids})
+    if unknown:
+        raise _fail(f"not local-suite tasks: {', '.join(unknown)}")
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f".suite-{'-'.join(sorted(task_ids))[:80]}.json"
+    path.write_text(json.dumps({d: ids for d, ids in chosen.items() if ids}, indent=1))
+    return path
+
+
+def _layout(run_dir: Path) -> RunLayout:
+    run_dir = run_dir.expanduser().resolve()
+    if not run_dir.is_dir():
+        raise _fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 bench` printed")
+    return RunLayout(run_dir.parent, run_dir.name)
+
+
+@app.command("metrics")
+def metrics_command(run_dir: Annotated[Path, typer.Argument(help="A run folder.")]) -> None:
+    """Print (and rewrite summary.json with) a run's metrics per domain and cost per module."""
+    layout = _layout(run_dir)
+    manifest = read_manifest(layout)
+    metrics = compute_metrics(layout, manifest.domains if manifest else None)
+    write_metrics(layout, metrics)
+    typer.echo(format_metrics(metrics))
+
+
+@app.command("export")
+def export_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
+    root: Annotated[Path, typer.Argument(help="Where OSWorld's results layout is written.")],
+    model: Annotated[str | None, Opt("--model", help="Model folder name (default: the rollout's policy).")] = None,
+    action_space: Annotated[str, Opt("--action-space")] = "pyautogui",
+    observation_type: Annotated[str, Opt("--observation-type")] = "screenshot",
+) -> None:
+    """Write each task's selected rollout in OSWorld's results layout."""
+    layout = _layout(run_dir)
+    manifest = read_manifest(layout)
+    report = export_osworld(layout, root, domains=manifest.domains if manifest else None, model=model,
+                            action_space=action_space, observation_type=observation_type)
+    for task_id, why in sorted(report.skipped.items()):
+        typer.echo(f"skipped {task_id}: {why}")
+    typer.echo(f"exported {len(report.written)} tasks to {root}")

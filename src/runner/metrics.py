@@ -1,0 +1,228 @@
+"""A benchmark run's metrics, per domain and overall, and its cost per module.
+
+Scores come from each task's ``result.json`` (an unevaluated rollout counts 0); a rollout
+*succeeds* when its score is 1. Per group of tasks:
+
+- ``selected``: mean score of the rollout the strategy picked (no pick: 0; one rollout: it);
+- ``mean_rollout``: mean over tasks of the mean score of their rollouts;
+- ``pass_at_n``: mean over tasks of the best rollout's score (an oracle selector);
+- judge accuracy on the *judge subset*, the tasks with at least one success and one
+  failure among their rollouts: the share where the pick succeeded.
+
+Cost follows the shape of Behavior Judge's table 8: per module, dollars, tokens and
+seconds per task (mean, and median seconds, which API delays skew); ``rollout`` is one
+rollout's agent (policy, grounding, coding, reflection) with its wall time from the header.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.atomic import write_json_atomic
+from core.llm import CallRecord, Ledger
+from core.trajectory import RunLayout, TaskResult
+
+__all__ = [
+    "AGENT_MODULES",
+    "MODULES",
+    "SUMMARY_FILE",
+    "BenchMetrics",
+    "GroupMetrics",
+    "ModuleCost",
+    "compute_metrics",
+    "format_metrics",
+    "group_metrics",
+    "read_metrics",
+    "write_metrics",
+]
+
+SUMMARY_FILE = "summary.json"
+#: Modules of the agent itself: together they are the cost of a rollout.
+AGENT_MODULES = ("policy", "grounding", "code_agent", "reflection")
+#: Every module, in the order tables show them.
+MODULES = (*AGENT_MODULES, "narrative", "judge", "prm", "critic")
+
+
+def _success(score: float | None) -> bool:
+    return score is not None and score >= 1.0 - 1e-9
+
+
+@dataclass
+class GroupMetrics:
+    """Rates over one group of tasks (a domain, or all)."""
+
+    tasks: int = 0
+    selected: float = 0.0
+    mean_rollout: float = 0.0
+    pass_at_n: float = 0.0
+    judge_subset: int = 0
+    judge_correct: int = 0
+
+    @property
+    def judge_accuracy(self) -> float | None:
+        return self.judge_correct / self.judge_subset if self.judge_subset else None
+
+
+@dataclass
+class ModuleCost:
+    """One column of table 8: a module's cost per task (per rollout for ``rollout``)."""
+
+    module: str
+    calls: int = 0
+    dollars: float = 0.0
+    tokens: float = 0.0
+    seconds: float = 0.0
+    median_seconds: float = 0.0
+
+
+@dataclass
+class BenchMetrics:
+    overall: GroupMetrics
+    domains: dict[str, GroupMetrics] = field(default_factory=dict)
+    modules: dict[str, ModuleCost] = field(default_factory=dict)
+    n: int = 0
+    """Most rollouts any task had."""
+
+    def to_json(self) -> dict[str, Any]:
+        def group(g: GroupMetrics) -> dict[str, Any]:
+            return {**asdict(g), "judge_accuracy": g.judge_accuracy}
+
+        return {"n": self.n, "overall": group(self.overall),
+                "domains": {d: group(g) for d, g in sorted(self.domains.items())},
+                "modules": {m: asdict(c) for m, c in self.modules.items()}}
+
+
+def _selected_score(result: TaskResult) -> float:
+    if result.selected is not None:
+        return result.selected_score or 0.0
+    if len(result.scores) == 1:
+        return next(iter(result.scores.values())) or 0.0
+    return 0.0
+
+
+def group_metrics(results: list[TaskResult]) -> GroupMetrics:
+    """Rates over `results` (see the module's docstring)."""
+    g = GroupMetrics(tasks=len(results))
+    if not results:
+        return g
+    for r in results:
+        scores = [s or 0.0 for s in r.scores.values()] or [0.0]
+        g.selected += _selected_score(r)
+        g.mean_rollout += sum(scores) / len(scores)
+        g.pass_at_n += max(scores)
+        wins = [_success(s) for s in r.scores.values()]
+        if any(wins) and not all(wins):
+            g.judge_subset += 1
+            g.judge_correct += _success(r.selected_score) if r.selected is not None else 0
+    g.selected /= len(results)
+    g.mean_rollout /= len(results)
+    g.pass_at_n /= len(results)
+    return g
+
+
+def _costs(layout: RunLayout, records: list[CallRecord], tasks: list[str]) -> dict[str, ModuleCost]:
+    """Per module, the mean (and median seconds) per task; ``rollout`` per rollout."""
+    known = set(tasks)
+    per_task: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0, 0.0]))
+    per_rollout: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for r in records:
+        task = r.tags.get("task")
+        if task not in known:
+            continue
+        cell = per_task[r.module][task]
+        cell[0] += 1
+        cell[1] += r.dollars
+        cell[2] += r.input_tokens + r.output_tokens
+        cell[3] += r.seconds
+        if r.module in AGENT_MODULES and "rollout" in r.tags:
+            roll = per_rollout[(task, r.tags["rollout"])]
+            roll[0] += 1
+            roll[1] += r.dollars
+            roll[2] += r.input_tokens + r.output_tokens
+    out: dict[str, ModuleCost] = {}
+    walls = [info.ended_at - info.started_at for t in tasks for info in layout.task(t).headers().values()
+             if info is not None and info.ended_at is not None]
+    if walls or per_rollout:
+        count = max(len(walls), len(per_rollout), 1)
+        out["rollout"] = ModuleCost(
+            "rollout", calls=int(sum(v[0] for v in per_rollout.values())),
+            dollars=sum(v[1] for v in per_rollout.values()) / count,
+            tokens=sum(v[2] for v in per_rollout.values()) / count,
+            seconds=statistics.fmean(walls) if walls else 0.0,
+            median_seconds=statistics.median(walls) if walls else 0.0)
+    n_tasks = max(len(tasks), 1)
+    for module in [*MODULES, *sorted(set(per_task) - set(MODULES))]:
+        cells = per_task.get(module)
+        if not cells:
+            continue
+        seconds = [cells[t][3] if t in cells else 0.0 for t in tasks]
+        out[module] = ModuleCost(
+            module, calls=int(sum(c[0] for c in cells.values())),
+            dollars=sum(c[1] for c in cells.values()) / n_tasks,
+            tokens=sum(c[2] for c in cells.values()) / n_tasks,
+            seconds=sum(seconds) / n_tasks, median_seconds=statistics.median(seconds) if seconds else 0.0)
+    return out
+
+
+def compute_metrics(layout: RunLayout, domains: dict[str, str] | None = None) -> BenchMetrics:
+    """Metrics of every task of `layout` that has a result (blocking: reads the run)."""
+    domains = domains or {}
+    results: dict[str, TaskResult] = {}
+    for task_id in layout.task_ids():
+        result = layout.task(task_id).read_result()
+        if result is not None:
+            results[task_id] = result
+    by_domain: dict[str, list[TaskResult]] = defaultdict(list)
+    for task_id, result in results.items():
+        by_domain[domains.get(task_id, "other")].append(result)
+    records = Ledger.read(layout.ledger_path) if layout.ledger_path.exists() else []
+    return BenchMetrics(
+        overall=group_metrics(list(results.values())),
+        domains={d: group_metrics(rs) for d, rs in by_domain.items()},
+        modules=_costs(layout, records, sorted(results)),
+        n=max((r.n for r in results.values()), default=0),
+    )
+
+
+def write_metrics(layout: RunLayout, metrics: BenchMetrics) -> Path:
+    path = layout.path / SUMMARY_FILE
+    layout.path.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, metrics.to_json(), durable=layout.durable)
+    return path
+
+
+def read_metrics(layout: RunLayout) -> dict[str, Any] | None:
+    """``summary.json`` as written, or None."""
+    import json
+
+    try:
+        data = json.loads((layout.path / SUMMARY_FILE).read_bytes())
+    except FileNotFoundError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}"
+
+
+def format_metrics(metrics: BenchMetrics) -> str:
+    """The rates per domain and overall, then the cost per module, as plain-text tables."""
+    head = f"{'domain':<22}{'tasks':>6}{'selected %':>12}{'mean %':>9}{f'pass@{metrics.n} %':>12}{'judge acc %':>13}{'subset':>8}"
+    lines = [head]
+    rows = [*sorted(metrics.domains.items()), ("overall", metrics.overall)]
+    for name, g in rows:
+        lines.append(f"{name:<22}{g.tasks:>6}{_pct(g.selected):>12}{_pct(g.mean_rollout):>9}"
+                     f"{_pct(g.pass_at_n):>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}")
+    if metrics.modules:
+        lines += ["", f"{'per task':<22}" + "".join(f"{m:>12}" for m in metrics.modules)]
+        for label, key, fmt in (("calls", "calls", "{:.0f}"), ("dollars", "dollars", "{:.4f}"),
+                                ("tokens", "tokens", "{:.0f}"), ("mean seconds", "seconds", "{:.1f}"),
+                                ("median seconds", "median_seconds", "{:.1f}")):
+            lines.append(f"{label:<22}" + "".join(f"{fmt.format(getattr(c, key)):>12}" for c in metrics.modules.values()))
+        lines.append("(rollout: per rollout, its agent's calls and wall time; other modules: per task)")
+    return "\n".join(lines)

@@ -1,0 +1,254 @@
+"""Sweeps over mixtures and N by subsampling pools of rollouts (Behavior Judge's table 5
+and figure 4) without running a rollout again.
+
+Pools come from run folders with many rollouts per task, grouped by each rollout's policy
+model. A mixture ``gpt-5*5,claude*5`` asks for that many rollouts of each model; at
+another N its counts are scaled to N (largest remainders). For each of `samples` draws
+(seeded) every task gets such a subset, drawn without replacement from its pools; the
+judge picks one rollout. A subset whose rollouts all score alike needs no judge (any pick
+scores the same), so no call is made for it. Candidates are narrated once per rollout
+from the fact cache of the run the rollout belongs to, so facts narrated while the run ran
+cost nothing. Confidence intervals are percentile bootstraps over tasks (seeded).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bjudge import Candidate, JudgeConfig, NarrativeBuilder, NarrativeConfig, make_judge
+from bjudge.representations import narrate_rollout
+from core.llm import ChatModel
+from core.trajectory import AGENT_OUTCOMES, RunLayout
+
+from .wide import fact_cache
+
+__all__ = [
+    "MixtureSpec",
+    "PoolRollout",
+    "SweepError",
+    "SweepPoint",
+    "load_pools",
+    "parse_mixtures",
+    "scaled_counts",
+    "sweep",
+]
+
+_PART = re.compile(r"^\s*([^*]+?)\s*(?:\*\s*(\d+))?\s*$")
+
+
+class SweepError(ValueError):
+    """Sweep settings that cannot be evaluated; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class MixtureSpec:
+    """A mixture: (model name, count) pairs, e.g. ``gpt-5*5,claude*5``."""
+
+    parts: tuple[tuple[str, int], ...]
+
+    @property
+    def total(self) -> int:
+        return sum(c for _, c in self.parts)
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{m}*{c}" for m, c in self.parts)
+
+
+def parse_mixtures(text: str) -> list[MixtureSpec]:
+    """``"a*5,b*5;a*10"`` → two mixtures (``;`` separates them, a count defaults to 1)."""
+    out = []
+    for chunk in (c for c in text.split(";") if c.strip()):
+        parts = []
+        for piece in chunk.split(","):
+            m = _PART.match(piece)
+            if m is None or not m.group(1):
+                raise SweepError(f"cannot read {piece!r} in --mixtures: write model*count, e.g. gpt-5*5")
+            count = int(m.group(2) or 1)
+            if count < 1:
+                raise SweepError(f"{piece!r}: a count must be at least 1")
+            parts.append((m.group(1), count))
+        out.append(MixtureSpec(tuple(parts)))
+    if not out:
+        raise SweepError("--mixtures is empty: name at least one model, e.g. gpt-5*4")
+    return out
+
+
+def scaled_counts(mixture: MixtureSpec, n: int) -> list[int]:
+    """The mixture's counts scaled to N rollouts (largest remainders; ties by order)."""
+    if n == mixture.total:
+        return [c for _, c in mixture.parts]
+    exact = [c * n / mixture.total for _, c in mixture.parts]
+    counts = [int(x) for x in exact]
+    order = sorted(range(len(exact)), key=lambda i: (-(exact[i] - counts[i]), i))
+    for i in order[: n - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class PoolRollout:
+    """One finished rollout of a pool: where it is and how it scored."""
+
+    run: int
+    task_id: str
+    k: int
+    model: str
+    score: float
+
+    @property
+    def success(self) -> bool:
+        return self.score >= 1.0 - 1e-9
+
+
+def load_pools(layouts: Sequence[RunLayout]) -> tuple[dict[str, dict[str, list[PoolRollout]]], dict[str, str]]:
+    """{task: {model: rollouts}} over the runs, rollouts ended by the agent only (a world
+    failure says nothing of a model), and each task's instruction."""
+    pools: dict[str, dict[str, list[PoolRollout]]] = defaultdict(lambda: defaultdict(list))
+    instructions: dict[str, str] = {}
+    for i, layout in enumerate(layouts):
+        for task_id, headers in layout.headers().items():
+            task = layout.task(task_id).read_task()
+            if task is None:
+                continue
+            instructions.setdefault(task_id, task.instruction)
+            for k, info in sorted(headers.items()):
+                if info is None or info.status not in AGENT_OUTCOMES:
+                    continue
+                pools[task_id][info.model].append(PoolRollout(i, task_id, k, info.model, info.score or 0.0))
+    return {t: dict(m) for t, m in pools.items()}, instructions
+
+
+def _matches(pattern: str, model: str) -> bool:
+    return model == pattern or model.split("/", 1)[-1] == pattern
+
+
+@dataclass
+class SweepPoint:
+    """One (mixture, N): success of the pick and pass@N, mean over samples, with a CI."""
+
+    mixture: str
+    n: int
+    tasks: int
+    success: float
+    success_ci: tuple[float, float]
+    pass_at_n: float
+    pass_ci: tuple[float, float]
+    judge_calls: int = 0
+    per_task: dict[str, float] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        return {"mixture": self.mixture, "n": self.n, "tasks": self.tasks, "success": self.success,
+                "success_lo": self.success_ci[0], "success_hi": self.success_ci[1], "pass_at_n": self.pass_at_n,
+                "pass_lo": self.pass_ci[0], "pass_hi": self.pass_ci[1], "judge_calls": self.judge_calls}
+
+
+def _bootstrap(values: list[float], rng: np.random.Generator, resamples: int) -> tuple[float, float]:
+    if not values:
+        return (0.0, 0.0)
+    data = np.asarray(values, dtype=float)
+    idx = rng.integers(0, len(data), size=(resamples, len(data)))
+    means = data[idx].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+class _Narrations:
+    """Candidates narrated once per rollout, each from its run's fact cache."""
+
+    def __init__(self, layouts: Sequence[RunLayout], model: ChatModel, cfgs: list[NarrativeConfig]) -> None:
+        self.layouts, self.model, self.cfgs = layouts, model, cfgs
+        self._builders: dict[tuple[int, str], NarrativeBuilder] = {}
+        self._done: dict[tuple[int, str, int], Candidate] = {}
+
+    async def candidate(self, r: PoolRollout) -> Candidate:
+        key = (r.run, r.task_id, r.k)
+        if key not in self._done:
+            builder = self._builders.get((r.run, r.task_id))
+            if builder is None:
+                layout = self.layouts[r.run]
+                builder = self._builders[(r.run, r.task_id)] = NarrativeBuilder(
+                    self.model, fact_cache(layout), self.cfgs[r.run])
+            self._done[key] = await narrate_rollout(builder, self.layouts[r.run].rollout(r.task_id, r.k))
+        return self._done[key]
+
+
+async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: list[int] | None, *,
+                model: ChatModel, judge: str = "mcq", samples: int = 5, seed: int = 0,
+                narrative_cfgs: list[NarrativeConfig] | None = None, judge_cfg: JudgeConfig | None = None,
+                resamples: int = 1000) -> list[SweepPoint]:
+    """Evaluate every mixture at every N (None: each mixture at its own total)."""
+    pools, instructions = load_pools(layouts)
+    if not pools:
+        raise SweepError("the run folders hold no finished rollout: pass folders of `agent-s3 bench` runs")
+    models = sorted({m for per in pools.values() for m in per})
+    for mixture in mixtures:
+        for pattern, _ in mixture.parts:
+            if not any(_matches(pattern, m) for m in models):
+                raise SweepError(f"no rollout of {pattern!r} in the runs; their models are: {', '.join(models)}")
+    narrations = _Narrations(layouts, model, narrative_cfgs or [NarrativeConfig()] * len(layouts))
+    judged: dict[tuple[tuple[int, str, int], ...], int] = {}
+    rng_ci = np.random.default_rng(seed)
+    points: list[SweepPoint] = []
+    for mixture in mixtures:
+        for n in ns or [mixture.total]:
+            counts = scaled_counts(mixture, n)
+            calls_before = len(judged)
+            success: dict[str, list[float]] = defaultdict(list)
+            passed: dict[str, list[float]] = defaultdict(list)
+            for s in range(samples):
+                rng = random.Random(f"{seed}:{mixture.label}:{n}:{s}")
+                for task_id in sorted(pools):
+                    subset = _draw(pools[task_id], mixture, counts, rng)
+                    if subset is None:
+                        continue
+                    scores = [r.score for r in subset]
+                    passed[task_id].append(float(any(r.success for r in subset)))
+                    if len(set(scores)) == 1:
+                        success[task_id].append(scores[0])
+                        continue
+                    key = tuple((r.run, r.task_id, r.k) for r in subset)
+                    if key not in judged:
+                        judged[key] = await _judge(narrations, model, judge, judge_cfg, instructions[task_id],
+                                                   subset, seed + s)
+                    success[task_id].append(subset[judged[key]].score)
+            per_task = {t: sum(v) / len(v) for t, v in success.items()}
+            per_pass = [sum(v) / len(v) for v in passed.values()]
+            points.append(SweepPoint(
+                mixture=mixture.label, n=n, tasks=len(per_task),
+                success=float(np.mean(list(per_task.values()))) if per_task else 0.0,
+                success_ci=_bootstrap(list(per_task.values()), rng_ci, resamples),
+                pass_at_n=float(np.mean(per_pass)) if per_pass else 0.0,
+                pass_ci=_bootstrap(per_pass, rng_ci, resamples),
+                judge_calls=len(judged) - calls_before, per_task=per_task))
+    return points
+
+
+def _draw(pool: dict[str, list[PoolRollout]], mixture: MixtureSpec, counts: list[int],
+          rng: random.Random) -> list[PoolRollout] | None:
+    """A subset of `counts[i]` rollouts of each part's model (None: the pool is too small)."""
+    subset: list[PoolRollout] = []
+    for (pattern, _), count in zip(mixture.parts, counts, strict=True):
+        found = [r for m, rs in sorted(pool.items()) if _matches(pattern, m) for r in rs]
+        if len(found) < count:
+            return None
+        subset += rng.sample(found, count)
+    return subset
+
+
+async def _judge(narrations: _Narrations, model: ChatModel, judge: str, cfg: JudgeConfig | None,
+                 instruction: str, subset: list[PoolRollout], seed: int) -> int:
+    """Position in `subset` of the judge's pick (0 when it picks none)."""
+    shown = []
+    for i, r in enumerate(subset):
+        c = await narrations.candidate(r)
+        shown.append(Candidate(rollout=i, parts=c.parts, representation=c.representation))
+    base = cfg or JudgeConfig()
+    chosen = (await make_judge(judge, model, base.model_copy(update={"seed": seed}))(instruction, shown)).chosen
+    return chosen if chosen is not None else 0

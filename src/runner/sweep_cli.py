@@ -1,0 +1,153 @@
+"""``agent-s3 sweep RUN_DIR... --mixtures "gpt-5*5,claude*5;gpt-5*10" --n 1,2,4,8``:
+success and pass@N per mixture and N from pools of finished rollouts (see `runner.sweep`),
+printed as a table and written as ``sweep.json``, ``sweep.csv`` and ``sweep.png`` (success
+against N, 95% bootstrap intervals) in ``--out`` (default ``<first run>/sweep``). The
+judge's calls land in that folder's ``ledger.jsonl``."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from bjudge import JUDGES, JudgeConfig, NarrativeConfig
+from core.atomic import write_json_atomic
+from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
+from core.trajectory import RunLayout
+
+from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
+from .sweep import SweepError, SweepPoint, parse_mixtures, sweep
+
+__all__ = ["plot_sweep", "sweep_command", "write_tables"]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+def _recorded(layout: RunLayout) -> tuple[dict[str, Any], NarrativeConfig, dict[str, Any]]:
+    config = layout.read_config() or {}
+    wide = config.get("wide") if isinstance(config.get("wide"), dict) else {}
+    assert isinstance(wide, dict)
+    chosen = wide.get("judge_model") or config.get("policy") or {}
+    narrative = NarrativeConfig.model_validate(wide["narrative"]) if wide.get("narrative") else NarrativeConfig()
+    return dict(chosen), narrative, dict(wide.get("judging") or {})
+
+
+def write_tables(points: list[SweepPoint], out: Path) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [p.row() for p in points]
+    write_json_atomic(out / "sweep.json", {"points": rows, "per_task": {f"{p.mixture}@{p.n}": p.per_task for p in points}})
+    with (out / "sweep.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["mixture"])
+        writer.writeheader()
+        writer.writerows(rows)
+    return out / "sweep.json", out / "sweep.csv"
+
+
+def plot_sweep(points: list[SweepPoint], path: Path) -> Path:
+    """Success of the pick against N per mixture (bars: 95% CI), pass@N dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    for label in dict.fromkeys(p.mixture for p in points):
+        mine = sorted((p for p in points if p.mixture == label), key=lambda p: p.n)
+        ns = [p.n for p in mine]
+        ys = [100 * p.success for p in mine]
+        err = [[100 * (p.success - p.success_ci[0]) for p in mine], [100 * (p.success_ci[1] - p.success) for p in mine]]
+        line = ax.errorbar(ns, ys, yerr=err, marker="o", capsize=3, label=f"{label} (judge)")
+        ax.plot(ns, [100 * p.pass_at_n for p in mine], linestyle="--", color=line[0].get_color(), alpha=0.6,
+                label=f"{label} (pass@N)")
+    ax.set_xlabel("N (rollouts per task)")
+    ax.set_ylabel("success rate (%)")
+    ax.set_title("Success against N")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _table(points: list[SweepPoint]) -> str:
+    lines = [f"{'mixture':<32}{'N':>4}{'tasks':>7}{'success %':>11}{'95% CI':>15}{'pass@N %':>10}{'judge calls':>13}"]
+    for p in points:
+        ci = f"{100 * p.success_ci[0]:.1f}-{100 * p.success_ci[1]:.1f}"
+        lines.append(f"{p.mixture:<32}{p.n:>4}{p.tasks:>7}{100 * p.success:>11.1f}{ci:>15}"
+                     f"{100 * p.pass_at_n:>10.1f}{p.judge_calls:>13}")
+    return "\n".join(lines)
+
+
+def sweep_command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run folders holding pools of rollouts.")],
+    mixtures: Annotated[str, typer.Option("--mixtures", help='Mixtures separated by ";", e.g. "gpt-5*5,claude*5;gpt-5*10".')],
+    n: Annotated[str | None, typer.Option("--n", help="Values of N, e.g. 1,2,4,8 (default: each mixture's total).")] = None,
+    samples: Annotated[int, typer.Option("--samples", min=1, help="Subsets drawn per task and point.")] = 5,
+    judge: Annotated[str, typer.Option("--judge", help=f"One of: {', '.join(JUDGES)}.")] = "mcq",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Judge model (default: the first run's).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the judge model's server.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the draws, the judge's shuffles and the bootstrap.")] = 0,
+    out: Annotated[Path | None, typer.Option("--out", help="Where tables and the plot go (default <first run>/sweep).")] = None,
+) -> None:
+    """Success and pass@N per mixture and N, by subsampling finished rollouts."""
+    layouts = []
+    for d in run_dirs:
+        d = d.expanduser().resolve()
+        if not d.is_dir():
+            raise _fail(f"{d} is not a run folder: pass folders `agent-s3 bench` wrote")
+        layouts.append(RunLayout(d.parent, d.name))
+    if judge not in JUDGES:
+        raise _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)}")
+    try:
+        specs = parse_mixtures(mixtures)
+        ns = [int(x) for x in n.split(",") if x.strip()] if n else None
+    except (SweepError, ValueError) as e:
+        raise _fail(f"{e}" if isinstance(e, SweepError) else f"--n takes numbers like 1,2,4,8 ({e})") from None
+    if ns is not None and any(x < 1 for x in ns):
+        raise _fail("--n values must be at least 1")
+    recorded, _, judging = _recorded(layouts[0])
+    name = model or recorded.get("model")
+    if not name:
+        raise _fail("the run records no judge model: pass --model provider/model")
+    if name == DEMO_JUDGE_MODEL:
+        register_demo_judge()
+    url = base_url if base_url is not None else (recorded.get("base_url") if model in (None, recorded.get("model")) else None)
+    folder = out or layouts[0].path / "sweep"
+    folder.mkdir(parents=True, exist_ok=True)
+    ledger = Ledger(folder / "ledger.jsonl")
+    before = len(ledger)
+    try:
+        chat = ChatModel.from_name(str(name), ledger=ledger, base_url=url).with_tags(sweep="1")
+    except MissingAPIKeyError as e:
+        raise _fail(f"the judge model needs an API key: set {e.variable}") from None
+    except UnknownProviderError as e:
+        raise _fail(str(e)) from None
+
+    async def go() -> list[SweepPoint]:
+        try:
+            return await sweep(layouts, specs, ns, model=chat, judge=judge, samples=samples, seed=seed,
+                               narrative_cfgs=[_recorded(lay)[1] for lay in layouts],
+                               judge_cfg=JudgeConfig.model_validate(judging))
+        finally:
+            await chat.aclose()
+
+    try:
+        points = asyncio.run(go())
+    except SweepError as e:
+        raise _fail(str(e)) from None
+    typer.echo(_table(points))
+    json_path, csv_path = write_tables(points, folder)
+    png = plot_sweep(points, folder / "sweep.png")
+    new = ledger.records[before:]
+    calls = {m: sum(r.module == m for r in new) for m in ("narrative", "judge")}
+    typer.echo(f"model calls: {calls['narrative']} narrative, {calls['judge']} judge, ${sum(r.dollars for r in new):.4f}")
+    typer.echo(f"written: {json_path}, {csv_path}, {png}")
+    typer.echo(json.dumps({"points": len(points)}))

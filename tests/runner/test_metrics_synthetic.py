@@ -1,0 +1,83 @@
+"""Metrics of a hand-made run folder match values computed by hand: the pick's success,
+mean success, pass@N, judge accuracy on the judge subset, and table 8's cost per module."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.llm import CallRecord, Ledger
+from core.trajectory import RolloutInfo, RunLayout, Task, TaskResult
+from runner.metrics import compute_metrics, format_metrics, write_metrics
+
+#: task -> (domain, scores per rollout, selected)
+RUN = {
+    "t1": ("alpha", {0: 1.0, 1: 0.0}, 0),  # judge subset, right pick
+    "t2": ("alpha", {0: 0.0, 1: None}, 1),  # no success anywhere
+    "t3": ("beta", {0: 1.0, 1: 1.0}, 1),  # every rollout succeeds
+    "t4": ("beta", {0: 0.0, 1: 1.0}, 0),  # judge subset, wrong pick
+}
+
+
+def _call(n: int, module: str, task: str, dollars: float, seconds: float, rollout: int | None = None) -> CallRecord:
+    tags = {"run": "r", "task": task, **({"rollout": str(rollout)} if rollout is not None else {})}
+    return CallRecord(id=f"c{n}", module=module, model="openai/x", tags=tags, started_at=0.0, seconds=seconds,
+                      input_tokens=100, output_tokens=50, dollars=dollars)
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> RunLayout:
+    layout = RunLayout(tmp_path, "synthetic", durable=False)
+    for task_id, (_, scores, selected) in RUN.items():
+        task_dir = layout.task(task_id)
+        task_dir.write_task(Task(id=task_id, instruction="do it"))
+        for k, score in scores.items():
+            task_dir.rollout(k).write_info(RolloutInfo(run_id="synthetic", task_id=task_id, rollout=k, model="openai/x",
+                                                       status="done", started_at=100.0, ended_at=100.0 + 10 * (k + 1),
+                                                       score=score))
+        task_dir.write_result(TaskResult.from_scores(task_id, scores, selected=selected))
+    ledger = Ledger(layout.ledger_path)
+    for i, rec in enumerate([
+        ("policy", "t1", 0.10, 2.0, 0), ("policy", "t1", 0.30, 4.0, 1), ("grounding", "t4", 0.02, 1.0, 0),
+        ("narrative", "t1", 0.02, 1.0, None), ("narrative", "t3", 0.04, 3.0, None), ("judge", "t1", 0.01, 0.5, None),
+        ("judge", "elsewhere", 9.0, 9.0, None),  # a task of no result: not counted
+    ]):
+        ledger.append(_call(i, rec[0], rec[1], rec[2], rec[3], rec[4]))
+    return layout
+
+
+def test_rates_per_domain_and_overall(layout: RunLayout) -> None:
+    m = compute_metrics(layout, {t: d for t, (d, _, _) in RUN.items()})
+    o = m.overall
+    assert (o.tasks, m.n) == (4, 2)
+    assert o.selected == pytest.approx(0.5)  # t1 1, t2 0, t3 1, t4 0
+    assert o.mean_rollout == pytest.approx((0.5 + 0 + 1 + 0.5) / 4)
+    assert o.pass_at_n == pytest.approx(0.75)
+    assert (o.judge_subset, o.judge_correct, o.judge_accuracy) == (2, 1, 0.5)
+    a, b = m.domains["alpha"], m.domains["beta"]
+    assert (a.selected, a.mean_rollout, a.pass_at_n, a.judge_accuracy) == pytest.approx((0.5, 0.25, 0.5, 1.0))
+    assert (b.selected, b.mean_rollout, b.pass_at_n, b.judge_accuracy) == pytest.approx((0.5, 0.75, 1.0, 0.0))
+
+
+def test_cost_per_module_in_table_8_shape(layout: RunLayout) -> None:
+    m = compute_metrics(layout, {t: d for t, (d, _, _) in RUN.items()})
+    assert list(m.modules) == ["rollout", "policy", "grounding", "narrative", "judge"]
+    policy, narrative, judge, rollout = m.modules["policy"], m.modules["narrative"], m.modules["judge"], m.modules["rollout"]
+    assert (policy.calls, policy.dollars, policy.tokens, policy.seconds) == pytest.approx((2, 0.4 / 4, 300 / 4, 6.0 / 4))
+    assert (narrative.dollars, narrative.seconds, narrative.median_seconds) == pytest.approx((0.015, 1.0, 0.5))
+    assert (judge.calls, judge.dollars) == pytest.approx((1, 0.0025))
+    # a rollout: its agent's calls (policy, grounding) over 8 rollouts; wall times 10 s and 20 s
+    assert (rollout.calls, rollout.dollars, rollout.seconds, rollout.median_seconds) == pytest.approx((3, 0.42 / 8, 15.0, 15.0))
+
+
+def test_summary_json_and_table(layout: RunLayout) -> None:
+    m = compute_metrics(layout, {t: d for t, (d, _, _) in RUN.items()})
+    data = json.loads(write_metrics(layout, m).read_text())
+    assert data["overall"]["judge_accuracy"] == 0.5 and data["domains"]["beta"]["pass_at_n"] == 1.0
+    assert data["modules"]["judge"]["calls"] == 1
+    table = format_metrics(m)
+    assert "pass@2 %" in table and "overall" in table
+    overall = next(line for line in table.splitlines() if line.startswith("overall"))
+    assert overall.split()[1:] == ["4", "50.0", "50.0", "75.0", "50.0", "2"]
