@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_android_wide import NOTE_FIELD, NOTES_ICON, PhoneReplies
 
 from core.llm import Ledger, Script
 from core.llm.fakeserver import OpenAIServer
@@ -23,7 +24,6 @@ from runner.rollout import StepEvent
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
-from test_android_wide import NOTE_FIELD, NOTES_ICON, PhoneReplies
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,9 @@ def _solver() -> PhoneReplies:
     )  # fmt: skip
 
 
-async def test_a_lost_phone_leaves_the_pool_and_its_rollout_is_retried(two_phones: FakeFleet, tmp_path: Path) -> None:
+async def test_a_lost_phone_leaves_the_pool_and_its_rollout_is_retried(
+    two_phones: FakeFleet, tmp_path: Path
+) -> None:
     lost: list[str] = []
 
     async def unplug_once(event: StepEvent) -> None:
@@ -78,8 +80,15 @@ async def test_a_lost_phone_leaves_the_pool_and_its_rollout_is_retried(two_phone
         try:
             async with open_pool(cfg.environment, size=2) as pool:
                 assert isinstance(pool, AndroidPool)
-                run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
-                              hooks=[unplug_once])
+                run = TaskRun(
+                    task=task,
+                    layout=layout,
+                    config=cfg,
+                    pool=pool,
+                    models=models,
+                    ledger=ledger,
+                    hooks=[unplug_once],
+                )
                 result = await strategy(run)
                 assert list(pool.lost) == lost and "offline" in pool.lost[lost[0]]
         finally:
@@ -92,7 +101,9 @@ async def test_a_lost_phone_leaves_the_pool_and_its_rollout_is_retried(two_phone
 
 
 async def test_a_pool_with_no_phone_online_says_so(two_phones: FakeFleet) -> None:
-    cfg = EnvironmentConfig(kind="android", adb_port=two_phones.server.port, console_token=two_phones.token_path)
+    cfg = EnvironmentConfig(
+        kind="android", adb_port=two_phones.server.port, console_token=two_phones.token_path
+    )
     async with open_pool(cfg, size=2) as pool:
         first, second = await pool.acquire(), await pool.acquire()
         for device in two_phones.devices:
@@ -109,5 +120,7 @@ def test_phones_settle_faster_unless_told() -> None:
     assert load_run_config([{"environment": {"kind": "local"}}]).rollout.settle_seconds == 3.0
     told = load_run_config([{"environment": {"kind": "android"}}, "rollout.settle_seconds=0.2"])
     assert told.rollout.settle_seconds == 0.2
-    tuned = load_run_config([{"environment": {"kind": "android"}, "rollout": {"settle_by_kind": {"android": 0.4}}}])
+    tuned = load_run_config(
+        [{"environment": {"kind": "android"}, "rollout": {"settle_by_kind": {"android": 0.4}}}]
+    )
     assert tuned.rollout.settle_seconds == 0.4

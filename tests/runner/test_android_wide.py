@@ -130,7 +130,9 @@ async def _run_wide(root: Path, fleet: FakeFleet) -> WideRun:
             server = OpenAIServer(Script(f"android-{name}", [plan] * 100), api_key=KEY)
             urls[name] = (await stack.enter_async_context(server)).base_url
         judge = await stack.enter_async_context(
-            OpenAIServer(Script("android-judge", [narrator_and_judge(judge_prompts, narrations)] * 100), api_key=KEY)
+            OpenAIServer(
+                Script("android-judge", [narrator_and_judge(judge_prompts, narrations)] * 100), api_key=KEY
+            )
         )
         mixture = [{"model": f"openai/{name}", "base_url": url, "api_key": KEY} for name, url in urls.items()]
         cfg = load_run_config([{
@@ -176,7 +178,10 @@ async def test_wide_run_on_three_phones_judges_the_solver(fleet: FakeFleet, tmp_
     assert [o.result.status for o in outcomes] == ["done", "done", "failed"]
     # Scored by the task's adb shell check on each phone: only the solver's note matches.
     assert [o.score for o in outcomes] == [0.0, 1.0, 0.0]
-    assert sorted(d.state.notes[0] for d in fleet.devices if d.state.notes) == ["buy oat milk", "buy soy milk"]
+    assert sorted(d.state.notes[0] for d in fleet.devices if d.state.notes) == [
+        "buy oat milk",
+        "buy soy milk",
+    ]
     # Each rollout ran on its own phone, in the task's budget (10 x complexity 1.2).
     headers = task_dir.headers()
     assert {headers[k].environment for k in range(3)} == {f"android-{s}" for s in fleet.serials}
