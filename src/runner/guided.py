@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent_s3 import Proposal, Worker, action_call
-from core.llm import ChatModel, GenerateConfig
+from core.llm import ChatModel, GenerateConfig, MissingAPIKeyError, ModelError
 from core.trajectory import Step
 from gprm import GUIDES, PAPER_SEEDS, Candidate, HistoryStep, StepGuide, make_guide
 
@@ -142,7 +142,9 @@ def _seeds(section: GuideConfig) -> list[int]:
 
 
 def check_guide(cfg: RunConfig) -> None:
-    """Raise ValueError (one line) when the guide settings cannot run, before any desktop starts."""
+    """Raise ValueError (one line) when the guide settings cannot run, before any desktop
+    starts: too few seeds, unknown options, a scripted policy standing in as the guide, or
+    the guide's model without its API key."""
     section = cfg.guide
     if section.name == "none":
         return
@@ -151,6 +153,19 @@ def check_guide(cfg: RunConfig) -> None:
         inspect.signature(GUIDES[section.name]).bind(None, **section.options)
     except TypeError as e:
         raise ValueError(f"guide.options for {section.name}: {e}") from None
+    chosen = section.model
+    if chosen is None:
+        if cfg.policy.model.startswith("scripted/"):
+            raise ValueError("a scripted policy cannot score candidates: name the guide's model with "
+                             "--guide-model provider/model")
+        return  # the policy's model: checked with the policy
+    try:
+        ChatModel.from_name(chosen.model, base_url=chosen.base_url,
+                            api_key=chosen.api_key.get_secret_value() if chosen.api_key else None)
+    except MissingAPIKeyError as e:
+        raise ValueError(f"the guide's model {chosen.model} needs an API key: set {e.variable}") from None
+    except ModelError as e:
+        raise ValueError(f"the guide's model: {e}") from None
 
 
 def guided_config(cfg: RunConfig) -> RunConfig:

@@ -111,8 +111,13 @@ def test_the_run_config_selects_the_chooser_and_the_candidates_sampling() -> Non
 @pytest.mark.parametrize(("config", "message"), [
     ({"guide": {"name": "gprm", "options": {"max_tools": 1}}}, "guide.options for gprm: got an unexpected keyword"),
     ({"guide": {"name": "prm", "candidates": 3, "seeds": [1, 1, 2]}}, "guide.candidates=3 needs as many distinct seeds"),
+    ({"guide": {"name": "prm"}, "policy": {"model": "scripted/demo"}}, "a scripted policy cannot score candidates"),
+    ({"guide": {"name": "prm", "model": {"model": "anthropic/claude-x"}}},
+     "the guide's model anthropic/claude-x needs an API key: set ANTHROPIC_API_KEY"),
 ])
-def test_bad_guide_settings_are_refused(config: dict[str, object], message: str) -> None:
+def test_bad_guide_settings_are_refused(config: dict[str, object], message: str,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ValueError, match=message):
         check_guide(load_run_config([config]))
 
@@ -122,7 +127,8 @@ def test_bad_guide_settings_are_refused(config: dict[str, object], message: str)
     (["--guide", "best"], "error: invalid config: guide.name: Input should be 'gprm', 'prm' or 'none'"),
 ])
 def test_the_command_line_refuses_bad_guide_settings_in_one_line(args: list[str], message: str) -> None:
-    done = CliRunner().invoke(app, ["run", "--task", "Type hello.", "--model", "scripted/x", *args])
+    done = CliRunner().invoke(app, ["run", "--task", "Type hello.", "--model", "scripted/x",
+                                    "--guide-model", "scripted/guide", *args])
     assert done.exit_code == 2, done.output
     lines = [line for line in done.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(message), done.output
