@@ -82,6 +82,8 @@ def worker_config(cfg: RunConfig, env: Environment) -> WorkerConfig:
     unprivileged account, e.g. ``nobody``)."""
     base = cfg.worker
     update: dict[str, Any] = {"platform": env.platform}
+    if env.platform == "android":
+        update["code_agent"] = False  # a phone runs no programs of the coding agent
     if isinstance(env, LocalEnvironment):
         if "ubuntu_open" not in base.model_fields_set:
             update["ubuntu_open"] = "exec"

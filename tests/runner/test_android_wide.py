@@ -240,6 +240,7 @@ async def test_cli_runs_one_android_rollout(fleet: FakeFleet, tmp_path: Path) ->
     assert result is not None and result.scores == {0: 1.0}
     config = json.loads((layout.path / "config.json").read_text())
     assert config["worker"]["platform"] == "android" and config["rollout"]["settle_seconds"] == 1.0
+    assert config["worker"]["code_agent"] is False
     assert KEY not in (layout.path / "config.json").read_text()
     assert sum(d.state.notes == ["buy oat milk"] for d in fleet.devices) == 1
 
