@@ -29,7 +29,7 @@ from .config import RunConfig, load_run_config
 from .critic_cli import register as register_critic_commands
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
 from .env_cli import app as env_app
-from .environments import open_pool
+from .executors import check_executor, open_environments
 from .guided import check_guide
 from .judge_cli import judge_command, report_command
 from .models import ModelSet, build_models, worker_config
@@ -100,6 +100,8 @@ def run(
     guide: Annotated[str | None, typer.Option("--guide", help="Step guide: gprm (GUI-PRA), prm (standard PRM) or none.")] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", min=1, max=8, help="With --guide: candidate actions per step (K).")] = None,
     guide_model: Annotated[str | None, typer.Option("--guide-model", help="The guide's model as provider/model (default: the policy's).")] = None,
+    executor: Annotated[str | None, typer.Option("--executor", help="asyncio (in this process, the default) or ray (environments on the hosts of a Ray cluster).")] = None,
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="With --executor ray: local (start Ray here), auto (this machine's cluster) or ray://HEAD:10001.")] = None,
 ) -> None:
     """Run one task: set it up, run a rollout with live progress, evaluate, report."""
     console = Console(highlight=False)
@@ -111,6 +113,7 @@ def run(
         critic__attempts=attempts, critic__name=critic, critic__model__model=critic_model,
         wide__rollouts=rollouts, wide__mixture=mixture, wide__judge=judge,
         guide__name=guide, guide__candidates=candidates, guide__model__model=guide_model,
+        executor__kind=executor or ("ray" if ray_address else None), executor__ray_address=ray_address,
     )  # fmt: skip
     try:
         cfg = load_run_config([*(config or []), given])
@@ -125,6 +128,10 @@ def run(
         check_critic(cfg)
         check_wide(cfg)
         check_guide(cfg)
+        check_executor(cfg)
+        if cfg.executor.kind == "ray" and cfg.strategy == "wide":
+            raise ValueError("--executor ray runs single and retry rollouts from this command; "
+                             "leave out --executor for --rollouts/--mixture")
         cfg = prepare_wide(cfg)
     except (ConfigError, EnvError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
@@ -168,7 +175,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
     hide = (str(cfg.out_dir.resolve()),)
     strategy: Strategy | None = None
     try:
-        async with open_pool(cfg.environment, hide=hide) as pool:
+        async with open_environments(cfg, hide=hide) as pool:
             # Record the worker as this environment runs it (platform, facts, how apps open).
             env = await pool.acquire()
             shown = cfg.model_copy(update={"worker": worker_config(cfg, env)})

@@ -7,7 +7,10 @@ the run folder consistent; shutting Ray down leaves no Ray process behind."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
@@ -231,3 +234,33 @@ def test_a_lost_host_records_its_rollouts_and_stops_its_desktops(ray_cluster: No
     while _xvfb_under(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.25)
     assert not _xvfb_under(tmp_path)
+
+
+def test_the_command_line_joins_the_cluster_and_leaves_it_running(ray_cluster: None, tmp_path: Path) -> None:
+    """`agent-s3 run --executor ray --ray-address HOST:PORT` from another process: the
+    rollout runs on a desktop of the cluster's host actor, and the CLI only disconnects."""
+    import ray
+
+    cli = Path(sys.executable).with_name("agent-s3")
+    if not cli.exists():
+        pytest.skip("the agent-s3 console script is not installed in this environment")
+    address = ray.get_runtime_context().gcs_address
+    assert address.startswith("127.0.0.1:")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["AGENT_S3_ENV_DIR"] = str(tmp_path / "envs")
+    done = subprocess.run(
+        [str(cli), "run", "--task", TASK, "--model", "scripted/demo", "--executor", "ray", "--ray-address", address,
+         "--out", str(tmp_path / "runs"), "--run-id", "cli", "--settle", "0.2"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    layout = RunLayout(tmp_path / "runs", "cli")
+    header = layout.rollout(TASK, 0).read_info()
+    assert header is not None and header.status == "done" and header.score == 1.0
+    assert header.environment is not None and "@" in header.environment
+    assert ray.is_initialized() and ray.nodes()[0]["Alive"]  # the cluster outlived the CLI
+    assert not _xvfb_under(tmp_path)
+    wide = subprocess.run([str(cli), "run", "--task", TASK, "--model", "scripted/demo", "--executor", "ray",
+                           "--rollouts", "2", "--out", str(tmp_path / "runs")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert wide.returncode == 2 and len(wide.stderr.strip().splitlines()) == 1

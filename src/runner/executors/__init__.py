@@ -9,16 +9,31 @@ is the one place that chooses; the Ray modules are imported only when Ray is ask
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from ..config import RunConfig
 from ..environments import EnvironmentPool, open_pool
 
-__all__ = ["EXECUTORS", "open_environments"]
+__all__ = ["EXECUTORS", "check_executor", "open_environments"]
 
 #: The executor names ``executor.kind`` (``--executor``) accepts.
 EXECUTORS = ("asyncio", "ray")
+
+
+_ADDRESS = re.compile(r"^(local|auto|ray://[\w.\-\[\]:]+|[\w.\-]+:\d+)$")
+
+
+def check_executor(cfg: RunConfig) -> None:
+    """Raise ValueError (one line) when the executor settings cannot run."""
+    if cfg.executor.kind != "ray":
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise ValueError("--executor ray needs Ray: pip install 'ray[default]' (the project's `ray` extra)")
+    if not _ADDRESS.match(cfg.executor.ray_address):
+        raise ValueError(f"--ray-address {cfg.executor.ray_address!r} is not local, auto, ray://HOST:PORT or HOST:PORT")
 
 
 @asynccontextmanager

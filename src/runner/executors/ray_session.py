@@ -25,15 +25,18 @@ __all__ = ["LOCAL", "ray_session", "start_local_ray"]
 LOCAL = "local"
 
 
-def start_local_ray(num_cpus: int | None = None) -> None:
-    """Start Ray on this machine, reachable over loopback only.
-
-    Ray turns 127.0.0.1 into the machine's routable address unless clustering is off, the
-    setting it reads on each lookup (and its child processes read from the environment).
-    """
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+def _loopback_only() -> None:
+    """Keep this process's Ray on 127.0.0.1: Ray turns a loopback address into the
+    machine's routable one unless clustering is off, a setting it reads on each lookup
+    (and its child processes read from the environment)."""
     os.environ[ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR] = "0"
     ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def start_local_ray(num_cpus: int | None = None) -> None:
+    """Start Ray on this machine, reachable over loopback only."""
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    _loopback_only()
     ray.init(
         address=LOCAL,
         num_cpus=num_cpus if num_cpus is not None else os.cpu_count() or 1,
@@ -56,6 +59,8 @@ def ray_session(address: str) -> Iterator[None]:
             start_local_ray()
         else:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            if address.removeprefix("ray://").rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
+                _loopback_only()  # a cluster on this machine's loopback: stay on it
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise EnvError(f"cannot join the Ray cluster at {address!r} ({e}); "
