@@ -143,6 +143,9 @@ class GuideConfig(_Section):
     baseline) or ``none`` (one candidate, no guide)."""
     model: ModelConfig | None = None
     """The guide's model; None uses the policy's."""
+    pointer: ModelConfig | None = None
+    """A pointing model for GUI-PRA's point tool (e.g. Molmo behind an OpenAI-compatible
+    server); None points by matching the text the UI parser read."""
     candidates: int = Field(default=4, ge=1, le=8)
     """K, the candidates proposed at each step (each with its own seed)."""
     seeds: list[int] | None = None

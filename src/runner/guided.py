@@ -27,6 +27,7 @@ from core.trajectory import Step
 from gprm import GUIDES, PAPER_SEEDS, Candidate, HistoryStep, StepGuide, make_guide
 
 from .config import GuideConfig, RunConfig
+from .models import ModelSet
 
 __all__ = [
     "ActionChoice",
@@ -35,6 +36,7 @@ __all__ = [
     "PolicyStep",
     "candidate_of",
     "check_guide",
+    "guide_models",
     "guided_config",
     "make_chooser",
 ]
@@ -147,25 +149,29 @@ def check_guide(cfg: RunConfig) -> None:
     the guide's model without its API key."""
     section = cfg.guide
     if section.name == "none":
+        if "candidates" in section.model_fields_set:
+            raise ValueError("--candidates needs a guide to choose among them: add --guide gprm or --guide prm")
         return
+    if section.pointer is not None and section.name != "gprm":
+        raise ValueError("guide.pointer serves GUI-PRA's point tool: it needs --guide gprm")
     _seeds(section)
     try:
         inspect.signature(GUIDES[section.name]).bind(None, **section.options)
     except TypeError as e:
         raise ValueError(f"guide.options for {section.name}: {e}") from None
-    chosen = section.model
-    if chosen is None:
-        if cfg.policy.model.startswith("scripted/"):
-            raise ValueError("a scripted policy cannot score candidates: name the guide's model with "
-                             "--guide-model provider/model")
-        return  # the policy's model: checked with the policy
-    try:
-        ChatModel.from_name(chosen.model, base_url=chosen.base_url,
-                            api_key=chosen.api_key.get_secret_value() if chosen.api_key else None)
-    except MissingAPIKeyError as e:
-        raise ValueError(f"the guide's model {chosen.model} needs an API key: set {e.variable}") from None
-    except ModelError as e:
-        raise ValueError(f"the guide's model: {e}") from None
+    if section.model is None and cfg.policy.model.startswith("scripted/"):
+        raise ValueError("a scripted policy cannot score candidates: name the guide's model with "
+                         "--guide-model provider/model")
+    for role, chosen in (("model", section.model), ("pointing model", section.pointer)):
+        if chosen is None:
+            continue  # the policy's model is checked with the policy
+        try:  # built and dropped: no connection is opened yet
+            ChatModel.from_name(chosen.model, base_url=chosen.base_url,
+                                api_key=chosen.api_key.get_secret_value() if chosen.api_key else None)
+        except MissingAPIKeyError as e:
+            raise ValueError(f"the guide's {role} {chosen.model} needs an API key: set {e.variable}") from None
+        except ModelError as e:
+            raise ValueError(f"the guide's {role}: {e}") from None
 
 
 def guided_config(cfg: RunConfig) -> RunConfig:
@@ -178,14 +184,28 @@ def guided_config(cfg: RunConfig) -> RunConfig:
     return cfg.model_copy(update={"worker": cfg.worker.model_copy(update={"generate": sampling})})
 
 
+def guide_models(run_models: ModelSet, tagged: ModelSet, tags: dict[str, Any]
+                 ) -> tuple[ChatModel | None, ChatModel | None]:
+    """The guide's and the pointing model of one rollout, tagged like its worker's. A
+    rollout's own model set (a wide-scaling mixture entry) has none: the run's serve it."""
+
+    def pick(own: ChatModel | None, shared: ChatModel | None) -> ChatModel | None:
+        return own if own is not None else (shared.with_tags(**tags) if shared is not None else None)
+
+    return pick(tagged.guide, run_models.guide), pick(tagged.pointer, run_models.pointer)
+
+
 def make_chooser(cfg: RunConfig, worker: Worker, guide_model: ChatModel | None, *,
-                 seed: int | None = None) -> ActionChooser:
+                 seed: int | None = None, pointer: ChatModel | None = None) -> ActionChooser:
     """The step chooser of one rollout: `GuidedStep` with a fresh guide when the run has
-    one, else the worker's single proposal."""
+    one, else the worker's single proposal. `pointer` is GUI-PRA's pointing model."""
     section = cfg.guide
     if section.name == "none":
         return PolicyStep(worker, seed)
     if guide_model is None:
         raise ValueError(f"the {section.name} guide has no model")
-    guide = make_guide(section.name, guide_model, **section.options)
+    options = dict(section.options)
+    if pointer is not None and section.name == "gprm":
+        options["pointer"] = pointer
+    guide = make_guide(section.name, guide_model, **options)
     return GuidedStep(worker, guide, _seeds(section), model=guide_model)

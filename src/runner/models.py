@@ -43,6 +43,8 @@ class ModelSet:
     reflection: ChatModel
     #: The step guide's model (None: the run has no guide).
     guide: ChatModel | None = None
+    #: The pointing model of GUI-PRA's point tool, if one is configured.
+    pointer: ChatModel | None = None
 
     def tagged(self, **tags: Any) -> ModelSet:
         return replace(
@@ -52,11 +54,12 @@ class ModelSet:
             code=self.code.with_tags(**tags),
             reflection=self.reflection.with_tags(**tags),
             guide=self.guide.with_tags(**tags) if self.guide is not None else None,
+            pointer=self.pointer.with_tags(**tags) if self.pointer is not None else None,
         )
 
     async def aclose(self) -> None:
         seen: set[int] = set()
-        for model in (self.policy, self.grounding, self.code, self.reflection, self.guide):
+        for model in (self.policy, self.grounding, self.code, self.reflection, self.guide, self.pointer):
             if model is None:
                 continue
             if id(model.api) not in seen:
@@ -73,6 +76,7 @@ def build_models(cfg: RunConfig, ledger: Ledger) -> ModelSet:
         code=_model(cfg.code_model, ledger) if cfg.code_model else policy,
         reflection=_model(cfg.reflection_model, ledger) if cfg.reflection_model else policy,
         guide=None if cfg.guide.name == "none" else (_model(cfg.guide.model, ledger) if cfg.guide.model else policy),
+        pointer=_model(cfg.guide.pointer, ledger) if cfg.guide.name == "gprm" and cfg.guide.pointer else None,
     )
 
 

@@ -23,7 +23,7 @@ from core.trajectory import RolloutInfo, RolloutStatus, RunLayout, Task, TaskDir
 
 from .config import RunConfig
 from .environments import EnvironmentPool, prepare_task, score_task
-from .guided import guided_config, make_chooser
+from .guided import guide_models, guided_config, make_chooser
 from .models import ModelSet, make_worker, spent_by
 from .outcomes import RolloutResult
 from .rollout import Rollout, StepHook
@@ -120,7 +120,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
         await asyncio.to_thread(rd.finish, status, f"task setup failed: {e}")
         result = RolloutResult(status, f"task setup failed: {e}", 0, None, 0.0, 0.0)
         return RolloutOutcome(k, result, None, None)
-    guide_model = tagged.guide or (run.models.guide.with_tags(**tags) if run.models.guide is not None else None)
+    guide_model, pointer = guide_models(run.models, tagged, tags)
     cfg = guided_config(run.config)
     if isinstance(env, HostedEnvironment):  # the worker's facts come from where it runs
         cfg = await env.worker_settings(cfg)
@@ -135,7 +135,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
         max_steps=task.max_steps,
         spent=lambda: spent_by(run.ledger, **tags),
         hooks=run.hooks,
-        chooser=make_chooser(run.config, worker, guide_model, seed=seed),
+        chooser=make_chooser(run.config, worker, guide_model, seed=seed, pointer=pointer),
     )
     result = await rollout.run()
     if result.status in ("environment_lost", "errored"):

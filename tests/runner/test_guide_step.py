@@ -112,6 +112,8 @@ def test_the_run_config_selects_the_chooser_and_the_candidates_sampling() -> Non
     ({"guide": {"name": "gprm", "options": {"max_tools": 1}}}, "guide.options for gprm: got an unexpected keyword"),
     ({"guide": {"name": "prm", "candidates": 3, "seeds": [1, 1, 2]}}, "guide.candidates=3 needs as many distinct seeds"),
     ({"guide": {"name": "prm"}, "policy": {"model": "scripted/demo"}}, "a scripted policy cannot score candidates"),
+    ({"guide": {"candidates": 4}}, "--candidates needs a guide to choose among them"),
+    ({"guide": {"name": "prm", "pointer": {"model": "openai/molmo"}}}, "guide.pointer serves GUI-PRA's point tool"),
     ({"guide": {"name": "prm", "model": {"model": "anthropic/claude-x"}}},
      "the guide's model anthropic/claude-x needs an API key: set ANTHROPIC_API_KEY"),
 ])
@@ -132,3 +134,26 @@ def test_the_command_line_refuses_bad_guide_settings_in_one_line(args: list[str]
     assert done.exit_code == 2, done.output
     lines = [line for line in done.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(message), done.output
+
+
+async def test_gui_pra_points_with_its_pointing_model_and_returns_the_star() -> None:
+    """GUI-PRA with no UI parser and a pointing model: routing calls the point tool, the
+    pointing model answers in percentages, the star image comes back for the step."""
+    ledger = Ledger()
+    worker = _worker("point-policy", ledger, [_by_seed] * 2)
+    route = Reply(text='{"thought": "check the button", "actions": [{"name": "point", "arguments": {"target": "the OK button"}}]}')
+    done = Reply(text='{"actions": [{"name": "terminate", "arguments": {"answer": "it is there"}}]}')
+    Script("point-guide", [route, done, _score, _score])
+    Script("point-pointer", [Reply(text='<point x="25" y="50">the OK button</point>')])
+    cfg = load_run_config([{"guide": {"name": "gprm", "candidates": 2, "options": {"parser": None}}}])
+    guide_model = ChatModel.from_name("scripted/point-guide", ledger=ledger).with_tags(rollout=0)
+    pointer = ChatModel.from_name("scripted/point-pointer", ledger=ledger).with_tags(rollout=0)
+    chooser = make_chooser(cfg, worker, guide_model, pointer=pointer)
+    choice = await chooser.choose("Press OK.", _png(), SCREEN, [])
+    Script.get("point-guide").assert_done()
+    Script.get("point-pointer").assert_done()
+    record = GuideRecord.model_validate(choice.guide)
+    assert record.routing is not None and [t.name for t in record.routing.tools] == ["point"]
+    assert "pixel (320, 360)" in record.routing.tools[0].evidence
+    assert set(choice.images) == {"point"} and choice.images["point"].startswith(b"\x89PNG")
+    assert len(choice.call_ids) == len(ledger) == 2 + 2 + 2 + 1  # candidates, routing, scores, pointing
