@@ -69,32 +69,41 @@ def _held(holds: list[str], body: list[str]) -> list[str]:
     return [*down, "try:", *(f"    {line}" for line in body), "finally:", *up]
 
 
-def _runs(text: str) -> list[tuple[bool, str]]:
-    """Split `text` into maximal runs of ASCII and non-ASCII characters."""
+#: ASCII characters pyautogui types wrongly on X11: it takes the first key whose keymap holds
+#: the keysym and adds Shift by its own table, so on a pc105 keymap `<` (unshifted on the
+#: extra key left of Z) comes out as `>`. They go through XTest, which presses the key as mapped.
+_X11_XTEST_ASCII = frozenset("<>")
+
+
+def _runs(text: str, xtest: frozenset[str]) -> list[tuple[bool, str]]:
+    """Split `text` into maximal runs that pyautogui types (True) and runs XTest types (False)."""
     runs: list[tuple[bool, str]] = []
     for ch in text:
-        ascii_ = ch.isascii()
-        if runs and runs[-1][0] == ascii_:
-            runs[-1] = (ascii_, runs[-1][1] + ch)
+        plain = ch.isascii() and ch not in xtest
+        if runs and runs[-1][0] == plain:
+            runs[-1] = (plain, runs[-1][1] + ch)
         else:
-            runs.append((ascii_, ch))
+            runs.append((plain, ch))
     return runs
 
 
 def _write(text: str, opts: DesktopOptions) -> list[str]:
     if not text:
         return []
-    if text.isascii():
-        return [f"pyautogui.write({text!r}, interval={opts.type_interval!r})"]
     if opts.platform == "ubuntu":
-        # pyautogui types the ASCII runs; the rest goes through XTest with keycodes of its own.
+        runs = _runs(text, _X11_XTEST_ASCII)
+        if len(runs) == 1 and runs[0][0]:
+            return [f"pyautogui.write({text!r}, interval={opts.type_interval!r})"]
+        # pyautogui types the plain ASCII runs; the rest goes through XTest (see the snippet).
         lines = X11_TYPE_UNICODE.strip().splitlines()
-        for ascii_, run in _runs(text):
-            if ascii_:
+        for plain, run in runs:
+            if plain:
                 lines.append(f"pyautogui.write({run!r}, interval={opts.type_interval!r})")
             else:
                 lines.append(f"type_unicode({run!r}, delay={max(opts.type_interval, 0.004)!r})")
         return lines
+    if text.isascii():
+        return [f"pyautogui.write({text!r}, interval={opts.type_interval!r})"]
     return [
         *WINDOWS_CLIPBOARD.strip().splitlines(),
         f"set_clipboard({text!r})",

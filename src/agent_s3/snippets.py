@@ -9,11 +9,13 @@ from __future__ import annotations
 __all__ = ["WINDOWS_CLIPBOARD", "X11_TYPE_UNICODE"]
 
 #: `type_unicode(text)`: types any Unicode characters through XTest on X11.
-#: pyautogui drops characters its keymap lacks, and `xdotool type` borrows one spare keycode
-#: per character and hands it back milliseconds later, so a busy application that reads
-#: the keymap late types the wrong or no character. Here each character gets a keycode of
-#: its own that stays mapped (later calls reuse it); a keycode is recycled only when the
-#: spare ones run out, and then only after a pause.
+#: A character that sits unshifted on some key is typed with that key as mapped (so `<`
+#: needs no keymap change); printable ASCII and Latin-1 use their own keysyms, the rest
+#: Unicode keysyms. pyautogui drops characters its keymap lacks, and `xdotool type` borrows
+#: one spare keycode per character and hands it back milliseconds later, so a busy
+#: application that reads the keymap late types the wrong or no character. Here each
+#: character gets a keycode of its own that stays mapped (later calls reuse it); a keycode
+#: is recycled only when the spare ones run out, and then only after a pause.
 X11_TYPE_UNICODE = """
 def type_unicode(text, delay=0.012):
     import time
@@ -35,7 +37,7 @@ def type_unicode(text, delay=0.012):
                 known.setdefault(syms[0], code)
         for ch in text:
             point = ord(ch)
-            sym = point if 0xA0 <= point <= 0xFF else 0x01000000 | point
+            sym = point if 0x20 <= point <= 0x7E or 0xA0 <= point <= 0xFF else 0x01000000 | point
             code = known.get(sym)
             if code is None:
                 if spare:

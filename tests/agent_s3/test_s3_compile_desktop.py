@@ -114,6 +114,17 @@ def test_non_ascii_on_ubuntu_is_typed_in_runs(text: str) -> None:
     assert "def type_unicode(" in out.code
 
 
+def test_angle_brackets_on_ubuntu_go_through_xtest() -> None:
+    text = "if a<b and c>d: x = '<tag>'"
+    got = calls(compiled(TypeText(text=text), "ubuntu").code)
+    typed = [(name, args[0]) for name, args, _ in got if name in ("pyautogui.write", "type_unicode")]
+    assert "".join(t for _, t in typed) == text
+    assert [t for name, t in typed if name == "type_unicode"] == ["<", ">", "<", ">"]
+    assert not any(set(t) & {"<", ">"} for name, t in typed if name == "pyautogui.write")
+    on_windows = calls(compiled(TypeText(text=text), "windows").code)
+    assert [args[0] for name, args, _ in on_windows if name == "pyautogui.write"] == [text]
+
+
 def test_non_ascii_on_windows_is_pasted_from_the_clipboard() -> None:
     text = "Grüße 'x' \\ $(id)"
     out = compiled(TypeText(text=text), "windows")

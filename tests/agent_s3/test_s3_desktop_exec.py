@@ -124,6 +124,22 @@ def test_typed_text_arrives_exactly(desktop: Desktop, tmp_path: Path) -> None:
     assert not canary.exists()
 
 
+def test_every_printable_ascii_character_arrives_exactly(desktop: Desktop, tmp_path: Path) -> None:
+    """pyautogui alone types `<` as `>` on this keymap; the compiled program must not."""
+    target = tmp_path / "ascii.txt"
+    target.write_text("")
+    desktop.start("mousepad", "--disable-server", str(target))
+    desktop.wait_window("mousepad")
+    time.sleep(0.5)
+    text = "".join(chr(c) for c in range(0x20, 0x7F))
+    run_action(desktop, TypeText(text=text + "\na<b>c <<>> x<y"))
+    run_action(desktop, Hotkey(keys=["ctrl", "s"]))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not target.read_text(encoding="utf-8"):
+        time.sleep(0.2)
+    assert target.read_text(encoding="utf-8").rstrip("\n") == text + "\na<b>c <<>> x<y"
+
+
 def test_switch_applications_and_open(desktop: Desktop, tmp_path: Path) -> None:
     note = tmp_path / "a.txt"
     note.write_text("hello")
