@@ -104,6 +104,9 @@ class ExecutorConfig(_Section):
     """Environments each host starts; None spreads the run's width over the hosts."""
     max_hosts: int | None = Field(default=None, ge=1)
     """Use at most this many hosts of the cluster (None: every alive node)."""
+    host_restarts: int = Field(default=1, ge=0)
+    """Times a lost host (its actor died, its node still alive) is started afresh when no
+    other host is left."""
 
 
 class RolloutConfig(_Section):

@@ -130,23 +130,24 @@ class Ran:
         return self.layout.task(TASK).read_selection()
 
 
-async def _run(root: Path, executor: str, *, hooks: list[StepHook] | None = None,
-               wide: dict[str, Any] | None = None, pool_seen: list[Any] | None = None) -> Ran:
+async def _run(root: Path, kind: str, *, hooks: list[StepHook] | None = None,
+               wide: dict[str, Any] | None = None, executor: dict[str, Any] | None = None,
+               pool_seen: list[Any] | None = None) -> Ran:
     task = resolve_task(TASK)
     judge_prompts: list[str] = []
     async with AsyncExitStack() as stack:
         urls = []
         for name, plan in (("solver", _solver()), ("gives-up", _gives_up())):
             server = await stack.enter_async_context(
-                OpenAIServer(Script(f"ray-{executor}-{root.name}-{name}", [plan] * 200), api_key=KEY))
+                OpenAIServer(Script(f"ray-{kind}-{root.name}-{name}", [plan] * 200), api_key=KEY))
             urls.append({"model": f"openai/{name}", "base_url": server.base_url, "api_key": KEY})
         judge = await stack.enter_async_context(OpenAIServer(
-            Script(f"ray-{executor}-{root.name}-judge", [_narrator_and_judge(judge_prompts)] * 200), api_key=KEY))
+            Script(f"ray-{kind}-{root.name}-judge", [_narrator_and_judge(judge_prompts)] * 200), api_key=KEY))
         cfg = load_run_config([{
             "policy": {"model": urls[0]["model"], "base_url": urls[0]["base_url"], "api_key": KEY},
             "rollout": {"settle_seconds": 0.2},
             "environment": {"base_dir": str(root / "envs")},
-            "executor": {"kind": executor},
+            "executor": {"kind": kind, **(executor or {})},
             "strategy": "wide",
             "wide": {"mixture": urls, "seed": 11, "judge": "bjudge",
                      "judge_model": {"model": "openai/judge", "base_url": judge.base_url, "api_key": KEY},
@@ -201,35 +202,56 @@ def test_ray_and_asyncio_give_the_same_run(ray_cluster: None, tmp_path: Path) ->
     assert not _xvfb_under(tmp_path)
 
 
-def test_a_lost_host_records_its_rollouts_and_stops_its_desktops(ray_cluster: None, tmp_path: Path) -> None:
+@pytest.mark.parametrize("restarts", [0, 1])
+def test_a_lost_host_is_restarted_or_its_rollouts_recorded_lost(ray_cluster: None, tmp_path: Path,
+                                                                restarts: int) -> None:
+    """The host actor is killed in the middle of one rollout. With a restart allowed the
+    rollout runs again on a fresh host and the run ends as it would have; without, the
+    loss is recorded (not raised) and the judge picks among the rest. Either way the
+    killed host's desktops stop."""
     import ray
 
     from runner.executors.ray_pool import RayPool
 
     pools: list[Any] = []
-    killed: list[str] = []
+    killed: list[int] = []
+
+    other = RunLayout(tmp_path / "runs", "run", durable=False).rollout(TASK, 1)
 
     async def kill_host(event: StepEvent) -> None:
-        if not killed:
-            pool = pools[0]
-            assert isinstance(pool, RayPool)
-            killed.append(event.task_id)
-            ray.kill(pool.hosts[0].actor, no_restart=True)
+        """Kill the host in the solver's first step, once the other rollout is scored."""
+        if event.rollout != 0 or killed:
+            return
+        for _ in range(200):
+            header = await asyncio.to_thread(other.read_info)
+            if header is not None and header.score is not None:
+                break
+            await asyncio.sleep(0.1)
+        pool = pools[0]
+        assert isinstance(pool, RayPool)
+        killed.append(event.rollout)
+        ray.kill(pool.hosts[0].actor, no_restart=True)
 
-    ran = asyncio.run(_run(tmp_path, "ray", hooks=[kill_host], wide={"max_retries": 1}, pool_seen=pools))
+    ran = asyncio.run(_run(tmp_path, "ray", hooks=[kill_host], wide={"max_retries": 1}, pool_seen=pools,
+                           executor={"host_restarts": restarts}))
     assert killed
     outcomes = ran.strategy.outcomes[TASK]
-    # The kill lands after some rollout's first step; the other rollout, mid-way or not yet
-    # begun, is lost as well: the cluster has one host. Every loss is recorded, not raised.
-    assert {o.result.status for o in outcomes} <= {"environment_lost", "failed"}
-    assert any(o.result.status == "environment_lost" for o in outcomes)
-    for o in outcomes:
-        header = ran.layout.task(TASK).rollout(o.index).read_info()
-        assert header is not None and header.finished
-        if o.result.status == "environment_lost":
-            assert "Ray host" in (header.reason or "")
-    assert ran.layout.task(TASK).read_result() == ran.result
-    # The killed actor's desktops are stopped by their watchdog.
+    task_dir = ran.layout.task(TASK)
+    if restarts:
+        assert [o.result.status for o in outcomes] == ["done", "failed"]
+        assert [o.score for o in outcomes] == [1.0, 0.0] and ran.result.selected == 0
+        header = task_dir.rollout(0).read_info()
+        assert header is not None and header.attempts == 2
+        assert pools[0].hosts[0].restarts == 1 and len(ran.judge_prompts) == 1
+    else:
+        assert [o.result.status for o in outcomes] == ["environment_lost", "failed"]
+        assert [o.score for o in outcomes] == [None, 0.0]
+        header = task_dir.rollout(0).read_info()
+        assert header is not None and header.finished and header.attempts == 2
+        assert "Ray host" in (header.reason or "")
+        assert ran.result.selected == 1  # the only candidate left
+    assert task_dir.read_result() == ran.result
+    # The killed actor's desktops are stopped by their watchdog, the fresh host's by the pool.
     deadline = time.monotonic() + 15
     while _xvfb_under(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.25)

@@ -9,7 +9,9 @@ that needs a host's resources — desktops, their apps, their sandboxes — runs
 
 A host lost mid-rollout (its actor died, its node left the cluster) surfaces as
 `EnvironmentLost`, so strategies retry the rollout on another host exactly as they do
-when a desktop dies; a host that cannot start its environments is left out of the run.
+when a desktop dies. When no host is left, a lost host whose node is still alive is
+started afresh (``executor.host_restarts`` times at most); a host that cannot start its
+environments is left out of the run.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +53,12 @@ class HostHandle:
     actor: Any
     label: str
     size: int
+    node_id: str
     alive: bool = True
     loans: int = 0
+    #: How many times this host's actor was started afresh after a loss.
+    restarts: int = 0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def call(self, method: str, *args: Any) -> Any:
         """Call the actor; its own errors are re-raised as they were, losing it is
@@ -89,6 +95,7 @@ class RemoteEnvironment(Environment):
     def __init__(self, host: HostHandle, loan: Loan) -> None:
         self.host = host
         self.loan = loan
+        self.generation = host.restarts
         self.name = f"{loan.name}@{host.label}"
         self.platform = loan.platform
         self.released = False
@@ -150,18 +157,28 @@ def _store(root: Path, files: dict[str, bytes]) -> None:
         path.write_bytes(data)
 
 
+#: Starts a host's actor and its environments (True: it runs).
+Spawn = Callable[[HostHandle], Awaitable[bool]]
+
+
 class RayPool:
     """Lends environments of the run's hosts, the least loaded host first; a lost host is
-    skipped, and when none is left borrowing fails as `EnvironmentLost`."""
+    skipped, restarted when none is left, and when none can be borrowing fails as
+    `EnvironmentLost`."""
 
-    def __init__(self, hosts: list[HostHandle]) -> None:
+    def __init__(self, hosts: list[HostHandle], spawn: Spawn | None = None, *, restarts: int = 0) -> None:
         self.hosts = hosts
+        self._spawn = spawn
+        self._restarts = restarts
 
     async def acquire(self) -> Environment:
         while True:
             alive = [h for h in self.hosts if h.alive]
-            if not alive:
+            if not alive and not await self._revive():
                 raise EnvironmentLost("every Ray host of the run was lost; see the hosts' Ray logs")
+            alive = [h for h in self.hosts if h.alive]
+            if not alive:
+                continue
             host = min(alive, key=lambda h: h.loans / h.size)
             host.loans += 1
             try:
@@ -178,9 +195,31 @@ class RayPool:
         if not isinstance(env, RemoteEnvironment) or env.released:
             return
         env.released = True
+        if env.generation != env.host.restarts:
+            return  # lent by an actor that is gone; its successor never lent it
         env.host.loans -= 1
         if env.host.alive:
             env.host.actor.release.remote(env.loan.name)  # ordered after the loan's last call
+
+    async def _revive(self) -> bool:
+        """Start afresh a lost host whose node is still in the cluster (True: one runs)."""
+        if self._spawn is None:
+            return False
+        nodes = await asyncio.to_thread(ray.nodes)
+        alive_nodes = {str(n["NodeID"]) for n in nodes if n.get("Alive")}
+        for host in self.hosts:
+            async with host.lock:  # rollouts finding the host lost at once restart it once
+                if host.alive:
+                    return True
+                if host.restarts >= self._restarts or host.node_id not in alive_nodes:
+                    continue
+                host.restarts += 1
+                host.loans = 0
+                _log.warning("Ray host %s was lost; starting it afresh (%d of %d)", host.label,
+                             host.restarts, self._restarts)
+                if await self._spawn(host):
+                    return True
+        return False
 
 
 @asynccontextmanager
@@ -195,20 +234,28 @@ async def open_ray_pool(cfg: RunConfig, *, size: int = 1, hide: tuple[str, ...] 
             raise EnvError(f"the Ray cluster at {ex.ray_address} has no alive node")
         per_host = ex.per_host or max(1, math.ceil(size / len(nodes)))
         remote_host = ray.remote(EnvironmentHost)
-        hosts = [
-            HostHandle(
-                actor=remote_host.options(  # type: ignore[attr-defined]
-                    num_cpus=0, max_restarts=0, max_concurrency=1000,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(str(n["NodeID"]), soft=False),
-                ).remote(),
-                label=str(n.get("NodeManagerAddress") or n["NodeID"][:8]),
-                size=per_host,
-            )
-            for n in nodes
-        ]
+
+        def new_actor(node_id: str) -> Any:
+            return remote_host.options(  # type: ignore[attr-defined]
+                num_cpus=0, max_restarts=0, max_concurrency=1000,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            ).remote()
+
+        hosts = [HostHandle(actor=new_actor(str(n["NodeID"])), label=str(n.get("NodeManagerAddress") or "?"),
+                            size=per_host, node_id=str(n["NodeID"])) for n in nodes]
+
+        async def respawn(host: HostHandle) -> bool:
+            host.actor, host.alive = new_actor(host.node_id), True
+            try:
+                await host.call("start", cfg.environment, per_host, hide)
+            except Exception as e:
+                _log.warning("Ray host %s could not start again: %s", host.label, e)
+                host.alive = False
+            return host.alive
+
         try:
             await _start(hosts, cfg, per_host, hide)
-            yield RayPool(hosts)
+            yield RayPool(hosts, respawn, restarts=ex.host_restarts)
         finally:
             await _stop(hosts)
 
