@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from core.llm import ImagePart, Part, TextPart
 from core.trajectory import Narrative
 
-from .augment import Frame, load_frame
 from .config import AugmentConfig
+from .frames import Frame, load_frame
 
 __all__ = ["Candidate", "narrative_candidate", "narrative_text", "shown_png"]
 
@@ -31,7 +31,7 @@ def shown_png(png: bytes, longest_side: int | None, level: int = 1, *, frame: Fr
     """`png` downscaled for a model (re-encoded only when it shrinks); pass its decoded
     `frame` when one is at hand to skip decoding."""
     frame = frame or load_frame(png, longest_side, level=level)
-    return png if frame.small is frame.full else frame.bands.png()
+    return png if not frame.downscaled else frame.bands.png()
 
 
 def narrative_text(narrative: Narrative, *, ending: str | None = None) -> str:
