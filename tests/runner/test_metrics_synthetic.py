@@ -11,6 +11,7 @@ import pytest
 from core.llm import CallRecord, Ledger
 from core.trajectory import RolloutInfo, RunLayout, Task, TaskResult
 from runner.metrics import compute_metrics, format_metrics, write_metrics
+from runner.report import write_report
 
 #: task -> (domain, scores per rollout, selected)
 RUN = {
@@ -81,3 +82,7 @@ def test_summary_json_and_table(layout: RunLayout) -> None:
     assert "pass@2 %" in table and "overall" in table
     overall = next(line for line in table.splitlines() if line.startswith("overall"))
     assert overall.split()[1:] == ["4", "50.0", "50.0", "75.0", "50.0", "2"]
+    html = write_report(layout).read_text()
+    section = html[html.index("<h2>benchmark</h2>"):]
+    assert "<td>overall</td><td>4</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
+    assert "<th>rollout</th><th>policy</th>" in section

@@ -13,6 +13,7 @@ from html import escape
 
 from core.llm import ModuleTotals
 
+from .bench import bench_section
 from .collect import RolloutView, RunView, StepView, TaskView
 from .guide import render_guide
 
@@ -147,6 +148,6 @@ def render_report(view: RunView) -> str:
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>run {escape(view.run_id)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>run {escape(view.run_id)}</h1>{banner}"
+        f"<h1>run {escape(view.run_id)}</h1>{banner}{bench_section(view.path)}"
         f"<h2>per module, whole run</h2>{_modules(view.modules)}{body}</body></html>"
     )
