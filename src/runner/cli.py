@@ -175,7 +175,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
     hide = (str(cfg.out_dir.resolve()),)
     strategy: Strategy | None = None
     try:
-        async with open_environments(cfg, hide=hide) as pool:
+        async with open_environments(cfg, hide=hide, run_id=layout.run_id) as pool:
             # Record the worker as this environment runs it (platform, facts, how apps open).
             env = await pool.acquire()
             shown = cfg.model_copy(update={"worker": worker_config(cfg, env)})

@@ -37,13 +37,15 @@ def check_executor(cfg: RunConfig) -> None:
 
 
 @asynccontextmanager
-async def open_environments(cfg: RunConfig, *, size: int = 1, hide: tuple[str, ...] = ()) -> AsyncIterator[EnvironmentPool]:
-    """The run's environments under its executor, closed (and Ray left) afterwards."""
+async def open_environments(cfg: RunConfig, *, size: int = 1, hide: tuple[str, ...] = (),
+                            run_id: str | None = None) -> AsyncIterator[EnvironmentPool]:
+    """The run's environments under its executor, closed (and Ray left) afterwards; the
+    arguments are `runner.environments.open_pool`'s."""
     if cfg.executor.kind == "ray":
         from .ray_pool import open_ray_pool  # Ray is heavy and optional
 
-        async with open_ray_pool(cfg, size=size, hide=hide) as pool:
+        async with open_ray_pool(cfg, size=size, hide=hide, run_id=run_id) as pool:
             yield pool
         return
-    async with open_pool(cfg.environment, size=size, hide=hide) as pool:
+    async with open_pool(cfg.environment, size=size, hide=hide, run_id=run_id) as pool:
         yield pool

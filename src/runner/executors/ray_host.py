@@ -47,9 +47,10 @@ class EnvironmentHost:
         self._lent: dict[str, Environment] = {}
         self._cache = Path(tempfile.mkdtemp(prefix="agent-s3-host-cache-"))
 
-    async def start(self, cfg: EnvironmentConfig, size: int, hide: tuple[str, ...]) -> str:
+    async def start(self, cfg: EnvironmentConfig, size: int, hide: tuple[str, ...], run_id: str | None) -> str:
         """Open `size` environments here; returns this host's name."""
-        self._pool = await self._stack.enter_async_context(open_pool(cfg, size=size, hide=_existing(hide)))
+        pool = open_pool(cfg, size=size, hide=_existing(hide), run_id=run_id)
+        self._pool = await self._stack.enter_async_context(pool)
         return socket.gethostname()
 
     async def close(self) -> None:

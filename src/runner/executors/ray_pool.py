@@ -223,9 +223,11 @@ class RayPool:
 
 
 @asynccontextmanager
-async def open_ray_pool(cfg: RunConfig, *, size: int = 1, hide: tuple[str, ...] = ()) -> AsyncIterator[RayPool]:
+async def open_ray_pool(cfg: RunConfig, *, size: int = 1, hide: tuple[str, ...] = (),
+                        run_id: str | None = None) -> AsyncIterator[RayPool]:
     """Connect to (or start) the cluster, start one environment host per node, and stop
-    them all afterwards (on errors and Ctrl-C too)."""
+    them all afterwards (on errors and Ctrl-C too). With ``environment.kind: aws`` each
+    host launches its own share of the fleet (its caps are that host's), tagged `run_id`."""
     ex = cfg.executor
     with ray_session(ex.ray_address):
         nodes = sorted((n for n in ray.nodes() if n.get("Alive")), key=lambda n: str(n["NodeID"]))
@@ -247,21 +249,22 @@ async def open_ray_pool(cfg: RunConfig, *, size: int = 1, hide: tuple[str, ...] 
         async def respawn(host: HostHandle) -> bool:
             host.actor, host.alive = new_actor(host.node_id), True
             try:
-                await host.call("start", cfg.environment, per_host, hide)
+                await host.call("start", cfg.environment, per_host, hide, run_id)
             except Exception as e:
                 _log.warning("Ray host %s could not start again: %s", host.label, e)
                 host.alive = False
             return host.alive
 
         try:
-            await _start(hosts, cfg, per_host, hide)
+            await _start(hosts, cfg, per_host, hide, run_id)
             yield RayPool(hosts, respawn, restarts=ex.host_restarts)
         finally:
             await _stop(hosts)
 
 
-async def _start(hosts: list[HostHandle], cfg: RunConfig, per_host: int, hide: tuple[str, ...]) -> None:
-    started = await asyncio.gather(*(h.call("start", cfg.environment, per_host, hide) for h in hosts),
+async def _start(hosts: list[HostHandle], cfg: RunConfig, per_host: int, hide: tuple[str, ...],
+                 run_id: str | None) -> None:
+    started = await asyncio.gather(*(h.call("start", cfg.environment, per_host, hide, run_id) for h in hosts),
                                    return_exceptions=True)
     errors: list[BaseException] = []
     for host, out in zip(hosts, started, strict=True):
