@@ -9,7 +9,8 @@ import pytest
 from PIL import Image
 
 from bjudge import AugmentConfig, FrameMemo, augment, augment_transition, load_frame
-from core.images import MARKER_COLOURS, decode_png, encode_png
+from bjudge.augment import marker_label
+from core.images import MARKER_COLOURS, Box, decode_png, encode_png
 from core.trajectory import PointerEvent
 
 W, H = 800, 500
@@ -166,3 +167,46 @@ def test_adler32_of_joined_bands_is_combined_exactly() -> None:
     for _ in range(100):
         a, b = rng.randbytes(rng.randrange(0, 3000)), rng.randbytes(rng.randrange(0, 150_000))
         assert _adler32_combine(zlib.adler32(a), zlib.adler32(b), len(b)) == zlib.adler32(a + b)
+
+
+@pytest.mark.parametrize("pointer", [
+    [PointerEvent(kind="click", x=5, y=3)],
+    [PointerEvent(kind="click", x=W - 2, y=H - 1)],
+    [PointerEvent(kind="move", x=30, y=470), PointerEvent(kind="drag", x=760, y=20)],
+    [PointerEvent(kind="move", x=400, y=40)],
+])
+def test_markers_drawn_on_a_strip_equal_markers_drawn_on_the_whole_shown_copy(pointer: list[PointerEvent]) -> None:
+    """Drawing only on the rows a marker reaches must not change a pixel of the result
+    (clipping at the edges and the label's placement included)."""
+    from core.images import draw_marker
+
+    cfg = AugmentConfig(longest_side=600, zoom_size=100)
+    frame = load_frame(_gradient(), cfg.longest_side)
+    out = augment(frame, load_frame(_grey(), cfg.longest_side), pointer, cfg)
+    expected = frame.small
+    s = frame.scale
+    previous = None
+    for event in pointer:
+        line_from = (previous.x * s, previous.y * s) if event.kind == "drag" and previous else None
+        x, y = min(max(event.x, 0), W - 1) * s, min(max(event.y, 0), H - 1) * s
+        expected = draw_marker(expected, x, y, event.kind, label=marker_label(event.kind),
+                               radius=cfg.marker_radius, line_from=line_from)
+        if line_from is not None and previous is not None:
+            expected = draw_marker(expected, *line_from, previous.kind, label=marker_label(previous.kind),
+                                   radius=cfg.marker_radius)
+        previous = event
+    assert decode_png(out.before).tobytes() == expected.tobytes()
+
+
+def test_outline_drawn_on_the_box_rows_equals_core_draw_outline() -> None:
+    from core.images import draw_outline
+
+    cfg = AugmentConfig(longest_side=600, zoom_size=150, outline_width=4)
+    after = load_frame(_gradient(), cfg.longest_side)
+    out = augment(load_frame(_grey(), cfg.longest_side), after, [PointerEvent(kind="click", x=790, y=10)], cfg)
+    assert out.zoom_box is not None
+    s = after.scale
+    box = out.zoom_box
+    shown = Box(round(box.left * s), round(box.top * s), round(box.right * s), round(box.bottom * s))
+    expected = draw_outline(after.small, shown, colour=cfg.outline_colour, width=4)
+    assert decode_png(out.after).tobytes() == expected.tobytes()
