@@ -98,7 +98,7 @@ def draw_marker(
 
     `line_from` draws a line from an earlier pointer position (a drag's MoveTo marker).
     """
-    out = img.convert("RGB").copy()
+    out = img.copy() if img.mode == "RGB" else img.convert("RGB")  # convert copies already
     draw = ImageDraw.Draw(out)
     colour = MARKER_COLOURS[kind]
     cx, cy = _clip_point(out, x, y)
@@ -141,6 +141,6 @@ def zoom_crop(img: Image.Image, x: float, y: float, *, size: int = 300, scale: f
 
 def draw_outline(img: Image.Image, box: Box, *, colour: tuple[int, int, int] = (255, 0, 0), width: int = 3) -> Image.Image:
     """A copy of `img` with `box` outlined, the outline drawn inside the box's edge."""
-    out = img.convert("RGB").copy()
+    out = img.copy() if img.mode == "RGB" else img.convert("RGB")  # convert copies already
     ImageDraw.Draw(out).rectangle([box.left, box.top, box.right - 1, box.bottom - 1], outline=colour, width=width)
     return out
