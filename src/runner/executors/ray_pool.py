@@ -66,7 +66,8 @@ class HostHandle:
         if not self.alive:
             raise EnvironmentLost(f"Ray host {self.label} was lost earlier in the run")
         try:
-            return await getattr(self.actor, method).remote(*args)
+            # through a concurrent future: what both Ray's own refs and Ray Client's offer
+            return await asyncio.wrap_future(getattr(self.actor, method).remote(*args).future())
         except RayTaskError as e:
             cause = e.cause
             if isinstance(cause, BaseException):
