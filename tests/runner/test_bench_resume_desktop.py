@@ -104,6 +104,7 @@ def test_bench_local_killed_and_resumed(tmp_path: Path, model_url: str) -> None:
             time.sleep(0.1)
         assert before_kill, f"never saw a finished and a running rollout at once; output: {proc.stdout and proc.stdout.read()}"
         proc.send_signal(signal.SIGKILL)
+        killed_at = time.time()
     finally:
         proc.wait(30)
     interrupted = [key for key, h in before_kill.items() if h["status"] == "running"]
@@ -139,6 +140,13 @@ def test_bench_local_killed_and_resumed(tmp_path: Path, model_url: str) -> None:
     assert summary["overall"]["tasks"] == 2 and summary["overall"]["selected"] == 1.0
     assert summary["overall"]["pass_at_n"] == 1.0 and summary["modules"]["policy"]["calls"] > 0
     assert "overall" in again.stdout and "pass@2" in again.stdout
+    # Kept rollouts are told again from the fact cache: narrative calls after the kill are
+    # for the redone rollouts' steps at most (control actions such as DONE need no call).
+    redone_steps = sum(1 for key, h in headers.items() if key not in kept
+                       for step in layout.rollout(*key).iter_steps()
+                       if (step.action or {}).get("kind") not in ("done", "fail", "wait"))
+    after = [r for r in Ledger.read(layout.ledger_path) if r.started_at >= killed_at and r.module == "narrative"]
+    assert 0 < len(after) <= redone_steps
     judge_calls = [r for r in Ledger.read(layout.ledger_path) if r.module == "judge"]
     assert {r.tags.get("task") for r in judge_calls} <= set(TASKS)
 
