@@ -86,7 +86,7 @@ def _check_guided(traj: Trajectory, guide: str, k: int) -> None:
         assert [c.seed for c in record.candidates] == list(PAPER_SEEDS[:k])
         assert all(c.score is not None for c in record.candidates)
         if step.index == 2:
-            assert [c.action for c in record.candidates] == [BAD, GOOD][:k] + [GOOD] * (k - 2)
+            assert [c.action for c in record.candidates] == [BAD] + [GOOD] * (k - 1)
             assert [c.score for c in record.candidates] == [2.0] + [9.0] * (k - 1)
             assert record.chosen == 1 and record.chosen_score == 9.0 and not record.fallback
             if guide == "gprm":
