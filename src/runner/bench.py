@@ -23,7 +23,7 @@ from environments.tasks import SUITE_DIR, load_task_list, task_gaps
 from environments.tasks.convert import to_core_task
 
 from .config import RunConfig
-from .environments import open_pool
+from .executors import open_environments
 from .metrics import BenchMetrics, compute_metrics, write_metrics
 from .mixture import assign, parse_mixture
 from .models import ModelSet, worker_config
@@ -167,8 +167,8 @@ async def _run(cfg: RunConfig, todo: list[Task], layout: RunLayout, models: Mode
             await on_task(task, result)
 
     try:
-        async with open_pool(cfg.environment, size=width * max(concurrency, 1), hide=hide,
-                             run_id=layout.run_id) as pool:
+        async with open_environments(cfg, size=width * max(concurrency, 1), hide=hide,
+                                     run_id=layout.run_id) as pool:
             if layout.read_config() is None:
                 env = await pool.acquire()
                 shown = cfg.model_copy(update={"worker": worker_config(cfg, env)})

@@ -24,6 +24,7 @@ from environments.tasks import SUITE_DIR, TaskError
 
 from .bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
 from .config import RunConfig, load_run_config
+from .executors import check_executor
 from .guided import check_guide
 from .metrics import compute_metrics, format_metrics, write_metrics
 from .models import build_models
@@ -73,6 +74,9 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         check_critic(cfg)
         check_wide(cfg)
         check_guide(cfg)
+        check_executor(cfg)
+        if cfg.executor.kind == "ray" and cfg.strategy == "wide":
+            raise ValueError("-c executor.kind=ray runs single and retry benchmarks; leave it out for --rollouts/--mixture")
         bench: BenchTasks = load_bench_tasks(list_file, examples, domain=domain, limit=limit)
     except (ConfigError, EnvError, TaskError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
