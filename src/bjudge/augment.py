@@ -6,12 +6,12 @@ and the after-screenshot gets a fixed-size square crop around the final pointer 
 enlarged, with the crop outlined in the full picture. Actions without a pointer get
 neither zoom nor outline.
 
-Speed (about 12 ms a step at 1920x1080 on two cores, most of it decoding the new
-screenshot): screens are decoded once per rollout (`frames`); markers and outlines are
-drawn on the copy the model is shown, at scaled coordinates, and only on the strip of rows
-they touch, never on a full copy; the crop is cut from the full pixels and enlarged by
-OpenCV; the shown copy's PNG is compressed once and its marked or outlined variants
-re-compress only the bands of rows that changed (`png.PngBands`).
+Speed (about 15 ms a step at 1920x1080 on two cores, over half of it decoding the new
+screenshot; see benchmarks/augment.py): screens are decoded once per rollout (`frames`);
+markers and outlines are drawn on the copy the model is shown, at scaled coordinates, and
+only on the strip of rows they touch, never on a full copy; the crop is cut from the full
+pixels and enlarged by OpenCV; the shown copy's PNG is compressed once and its marked or
+outlined variants re-compress only the bands of rows that changed (`png.PngBands`).
 """
 
 from __future__ import annotations
