@@ -75,8 +75,6 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         check_wide(cfg)
         check_guide(cfg)
         check_executor(cfg)
-        if cfg.executor.kind == "ray" and cfg.strategy == "wide":
-            raise ValueError("-c executor.kind=ray runs single and retry benchmarks; leave it out for --rollouts/--mixture")
         bench: BenchTasks = load_bench_tasks(list_file, examples, domain=domain, limit=limit)
     except (ConfigError, EnvError, TaskError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None

@@ -129,9 +129,6 @@ def run(
         check_wide(cfg)
         check_guide(cfg)
         check_executor(cfg)
-        if cfg.executor.kind == "ray" and cfg.strategy == "wide":
-            raise ValueError("--executor ray runs single and retry rollouts from this command; "
-                             "leave out --executor for --rollouts/--mixture")
         cfg = prepare_wide(cfg)
     except (ConfigError, EnvError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None

@@ -2,7 +2,8 @@
 command line, with a live board of the rollouts and a summary when the judge has chosen.
 
 `check_wide` validates the settings before any desktop starts (a bad mixture is one
-line); `run_wide` starts as many environments as rollouts run at once, runs the task,
+line); `run_wide` starts as many environments as rollouts run at once (under the run's
+executor: here, or on the hosts of a Ray cluster), runs the task,
 writes report.html, and prints the pick and the cost per module.
 """
 
@@ -21,7 +22,7 @@ from .board import RolloutBoard
 from .config import RunConfig
 from .demo_judge import DEMO_JUDGE_MODEL, DEMO_JUDGE_NOTE, register_demo_judge
 from .demo_policy import DEMO_MODEL
-from .environments import open_pool
+from .executors import open_environments
 from .mixture import assign, parse_mixture
 from .models import ModelSet, worker_config
 from .report import module_totals, write_report
@@ -65,7 +66,7 @@ async def run_wide(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelS
     board = RolloutBoard(console)
     strategy = WideScaling(watch=board.watch)
     try:
-        async with open_pool(cfg.environment, size=_width(cfg), hide=hide) as pool:
+        async with open_environments(cfg, size=_width(cfg), hide=hide, run_id=layout.run_id) as pool:
             env = await pool.acquire()
             shown = cfg.model_copy(update={"worker": worker_config(cfg, env)})
             pool.release(env)

@@ -1,16 +1,18 @@
 """Fixtures of the runner's tests: one real desktop for the module, and a harness that runs a
 task on it with the policy's replies served over HTTP by the local OpenAI protocol server
-(the official SDK on the wire, only the base URL differs from a real provider)."""
+(the official SDK on the wire, only the base URL differs from a real provider); and one
+local Ray cluster for the whole session, shared by every Ray test."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runner_helpers import desktops_missing, start_desktop
+from runner_helpers import desktops_missing, live_commands, start_desktop
 
 from core.llm import Ledger, Script, ScriptRequest
 from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
@@ -120,3 +122,35 @@ class Harness:
 @pytest.fixture
 def harness(tmp_path: Path) -> Harness:
     return Harness(tmp_path)
+
+
+_RAY_DAEMONS = ("raylet", "gcs_server")
+
+
+def _ray_processes() -> set[int]:
+    return {pid for pid, cmd in live_commands().items()
+            if any(d in cmd for d in _RAY_DAEMONS) or "default_worker.py" in cmd}
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    """A Ray instance on this machine, 2 CPUs, bound to 127.0.0.1, started once per session
+    (Ray allows one per process); shut down and checked for leftovers at the end."""
+    reason = desktops_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    import ray
+
+    from runner.executors.ray_session import start_local_ray
+
+    before = _ray_processes()
+    start_local_ray(num_cpus=2)
+    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        deadline = time.monotonic() + 20
+        while (left := _ray_processes() - before) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert not left, f"Ray processes left behind: {left}"

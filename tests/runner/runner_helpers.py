@@ -1,4 +1,5 @@
-"""Helpers shared by the runner's tests: whether desktops can run here, and starting one."""
+"""Helpers shared by the runner's tests: whether desktops can run here, starting one, and
+the live processes (to find what a test left behind)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,17 @@ def start_desktop(base: Path, name: str, pool: str) -> LocalDesktop:
     desktop = LocalDesktop(name, base, DesktopConfig(), pool=pool)
     run_all([desktop.start])
     return desktop
+
+
+def live_commands() -> dict[int, str]:
+    """Every live process's command line (zombies and vanished ones left out)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                continue
+            if cmd:
+                out[int(entry.name)] = cmd
+    return out

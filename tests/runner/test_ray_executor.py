@@ -1,5 +1,5 @@
 """The Ray executor on a real single-node Ray cluster (loopback only, started once for the
-module): the same scripted wide run of a local-suite task, once in process and once with
+session): the same scripted wide run of a local-suite task, once in process and once with
 the desktops held by a Ray actor, gives the same files, scores and pick; killing the host
 mid-rollout records the rollouts as environment_lost, stops the host's desktops and leaves
 the run folder consistent; shutting Ray down leaves no Ray process behind."""
@@ -12,14 +12,13 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runner_helpers import desktops_missing
+from runner_helpers import live_commands as _commands
 
 from core.llm import Ledger, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
@@ -37,50 +36,6 @@ pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 
 KEY = "sk-ray-test-key"
 TASK = "mousepad-append-line"
-_RAY_DAEMONS = ("raylet", "gcs_server")
-
-
-def _commands() -> dict[int, str]:
-    """Every live process's command line (zombies and vanished ones left out)."""
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            except OSError:
-                continue
-            if cmd:
-                out[int(entry.name)] = cmd
-    return out
-
-
-def _ray_processes() -> set[int]:
-    return {pid for pid, cmd in _commands().items()
-            if any(d in cmd for d in _RAY_DAEMONS) or "default_worker.py" in cmd}
-
-
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[None]:
-    """A Ray instance on this machine, 2 CPUs, bound to 127.0.0.1; shut down and checked
-    for leftovers at the end."""
-    reason = desktops_missing()
-    if reason is not None:
-        pytest.skip(reason)
-    import ray
-
-    from runner.executors.ray_session import start_local_ray
-
-    before = _ray_processes()
-    start_local_ray(num_cpus=2)
-    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
-    try:
-        yield
-    finally:
-        ray.shutdown()
-        deadline = time.monotonic() + 20
-        while (left := _ray_processes() - before) and time.monotonic() < deadline:
-            time.sleep(0.25)
-        assert not left, f"Ray processes left behind: {left}"
 
 
 def _solver() -> PlannedReplies:
@@ -282,7 +237,7 @@ def test_the_command_line_joins_the_cluster_and_leaves_it_running(ray_cluster: N
     assert header.environment is not None and "@" in header.environment
     assert ray.is_initialized() and ray.nodes()[0]["Alive"]  # the cluster outlived the CLI
     assert not _xvfb_under(tmp_path)
-    wide = subprocess.run([str(cli), "run", "--task", TASK, "--model", "scripted/demo", "--executor", "ray",
-                           "--rollouts", "2", "--out", str(tmp_path / "runs")],
-                          env=env, capture_output=True, text=True, timeout=60)
-    assert wide.returncode == 2 and len(wide.stderr.strip().splitlines()) == 1
+    bad = subprocess.run([str(cli), "run", "--task", TASK, "--model", "scripted/demo", "--executor", "ray",
+                          "--ray-address", "no such place", "--out", str(tmp_path / "runs")],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--ray-address" in bad.stderr
