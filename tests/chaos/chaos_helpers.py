@@ -18,10 +18,15 @@ SCALE_ENV = "CHAOS_SCALE"
 
 def load_server_fixtures() -> ModuleType:
     """The controller server tests' helpers (start_xvfb, start_server, stop) as a module."""
-    name = "server_fixtures"
+    return load_conftest("environments/server", "server_fixtures")
+
+
+def load_conftest(area: str, name: str) -> ModuleType:
+    """Another area's conftest.py as module `name`: its helpers, and fixtures a test module
+    can bind to its own names (which makes them that module's fixtures)."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, TESTS / "environments" / "server" / "conftest.py")
+    spec = importlib.util.spec_from_file_location(name, TESTS / area / "conftest.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
