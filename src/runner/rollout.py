@@ -164,7 +164,8 @@ class Rollout:
             try:
                 choice = await self.chooser.choose(self.instruction, before, screen, self._stored)
             except RepeatedFormatError as e:
-                fields.update(error=_short(str(e)), call_ids=[c.id for c in e.calls])
+                fields.update(error=_short(str(e)), call_ids=[c.id for c in e.calls],
+                              rejected=[_short(f) for f in e.feedback])
                 raise RepeatedFormat(str(e)) from None
             finally:
                 timings.propose = time.perf_counter() - t0
@@ -205,6 +206,7 @@ class Rollout:
             code=p.code,
             pointer=list(p.pointer_events),
             call_ids=p.call_ids,
+            rejected=[_short(f) for f in p.format_errors],
         )
 
     async def _guide(self, index: int, fields: dict[str, Any], choice: ActionChoice) -> None:

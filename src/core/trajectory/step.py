@@ -70,3 +70,6 @@ class Step(Record):
     timings: StepTimings = Field(default_factory=StepTimings)
     error: str | None = None
     """Why the step failed (unparsable reply, action error), secrets removed; None if not."""
+    rejected: list[str] = Field(default_factory=list)
+    """Why each refused reply of this step was refused (unparsable, hostile, ungroundable), in
+    order; the step's action, if any, came from the reply after the last of them."""
