@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .address import check_connect_via
 
 __all__ = [
     "DEFAULT_IMAGES",
@@ -83,6 +85,13 @@ class FleetConfig(BaseModel):
     """Connect over the public IP (the host sits outside the VPC); private IP by default."""
     server_port: int = Field(default=5000, ge=1, le=65535)
     """Port of the in-VM controller server."""
+    connect_via: str | None = None
+    """Reach each instance's server at this URL instead of its own address: for instances
+    reachable only through a forwarded port (``ssh -L 15000:10.0.1.5:5000 bastion``, an SSM
+    port-forwarding session) or a proxy that routes by name. A template over
+    ``{instance_id}``, ``{private_ip}``, ``{public_ip}``, ``{ip}`` (the one `public_ip`
+    chooses) and ``{port}`` (`server_port`), e.g. ``http://127.0.0.1:15000`` or
+    ``http://{instance_id}.desktops.internal:{port}``; scheme, host and port only."""
     ttl_enabled: bool | None = None
     """Give every instance a time to live; unset reads ENABLE_TTL, else true."""
     ttl_minutes: int | None = Field(default=None, ge=1)
@@ -105,6 +114,13 @@ class FleetConfig(BaseModel):
     """Polls of the `instance_running` waiter before the instance counts as failed."""
     endpoint_url: str | None = None
     """EC2 endpoint (an emulator); unset uses boto3's (AWS_ENDPOINT_URL_EC2 also works)."""
+
+    @field_validator("connect_via")
+    @classmethod
+    def _check_connect_via(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_connect_via(value)
+        return value
 
     def resolved(self, environ: Mapping[str, str] | None = None) -> FleetConfig:
         """A copy with unset fields taken from OSWorld's variables, then from the defaults."""

@@ -5,27 +5,37 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .address import fill_connect_via, needs_ip
 from .config import FleetConfig
 from .errors import FleetError
 from .tags import InstanceRecord
 
 __all__ = ["AddressResolver", "FleetStats", "Machine", "server_address"]
 
-#: Maps an instance to the base URL of its in-VM server (tests point it at loopback).
+#: Maps an instance to the base URL of its in-VM server.
 AddressResolver = Callable[[InstanceRecord], str]
 
 
 def server_address(cfg: FleetConfig) -> AddressResolver:
-    """``http://<private ip>:<port>`` (or the public IP when `cfg.public_ip`)."""
+    """``http://<private ip>:<port>`` (or the public IP when `cfg.public_ip`), or the
+    instance's `cfg.connect_via` URL when set."""
 
     def resolve(instance: InstanceRecord) -> str:
         ip = instance.public_ip if cfg.public_ip else instance.private_ip
-        if not ip:
-            kind = "public" if cfg.public_ip else "private"
+        wanted = needs_ip(cfg.connect_via) if cfg.connect_via else {"ip"}
+        missing = [name for name, value in (("ip", ip), ("private_ip", instance.private_ip),
+                                            ("public_ip", instance.public_ip)) if name in wanted and not value]
+        if missing:
+            kind = "public" if "public_ip" in missing or (missing == ["ip"] and cfg.public_ip) else "private"
             raise FleetError(
                 f"instance {instance.id} has no {kind} IP address: "
-                + ("launch it in a subnet that assigns public IPs" if cfg.public_ip else "check its subnet")
+                + ("launch it in a subnet that assigns public IPs" if kind == "public" else "check its subnet")
             )
+        if cfg.connect_via:
+            return fill_connect_via(cfg.connect_via, {
+                "instance_id": instance.id, "private_ip": instance.private_ip or "",
+                "public_ip": instance.public_ip or "", "ip": ip or "", "port": str(cfg.server_port),
+            })
         return f"http://{ip}:{cfg.server_port}"
 
     return resolve

@@ -63,7 +63,8 @@ class EnvironmentConfig(_Section):
     url: str | None = None
     """Base URL of the OSWorld-protocol server (``kind: osworld``)."""
     token: SecretStr | None = None
-    """Bearer token of that server, if it wants one."""
+    """Bearer token of that server (``kind: osworld``) or of every instance's server
+    (``kind: aws``), if it wants one."""
     width: int = Field(default=1920, ge=320)
     """Screen width of a local desktop."""
     height: int = Field(default=1080, ge=240)

@@ -90,7 +90,8 @@ async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, .
             yield pool
         return
     if cfg.kind == "aws":
-        async with AWSProvider(size, config=_fleet_config(cfg), run_id=run_id, with_sandbox=cfg.sandbox,
+        token = cfg.token.get_secret_value() if cfg.token else None  # the images' servers may want one
+        async with AWSProvider(size, config=_fleet_config(cfg), run_id=run_id, token=token, with_sandbox=cfg.sandbox,
                                action_timeout=cfg.action_timeout) as aws:
             yield aws
         return
@@ -148,11 +149,19 @@ async def prepare_task(env: Environment, task: Task, cache_dir: Path) -> None:
         await revert_android(env, task)
     elif not isinstance(env, OSWorldDesktop) or isinstance(env, AWSDesktop):
         await env.revert()  # an EC2 desktop relaunches from its image (skipped when unused)
+        if isinstance(env, AWSDesktop):  # tag the instance (and later relaunches) with what it serves
+            await env.relabel(task=task.id, rollout=_rollout_of(cache_dir))
     # An OSWorld server given by URL is reverted by whoever owns the VM.
     if not task.config and not task.evaluator:
         return
     async with task_client(env) as client:
         await run_setup(client, TaskContext(task=from_core_task(task), cache_dir=cache_dir))
+
+
+def _rollout_of(cache_dir: Path) -> int | None:
+    """The rollout a task's evaluation cache belongs to (``.../rollout-K``), if it says."""
+    head, _, number = cache_dir.name.rpartition("-")
+    return int(number) if head == "rollout" and number.isdigit() else None
 
 
 async def score_task(env: Environment, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
