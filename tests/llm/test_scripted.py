@@ -86,7 +86,6 @@ async def test_scripted_errors_retry_then_succeed_and_count_in_ledger() -> None:
         (Reply(error=401), "auth"),
         (Reply(error=400), "bad_request"),
         (Reply(error=400, message="This model's maximum context length is 128000 tokens"), "context_length"),
-        (Reply(fault="malformed"), "malformed"),
         (Reply(error=ValueError("boom")), "error"),
     ],
 )
@@ -134,3 +133,10 @@ async def test_with_tags_reaches_the_ledger() -> None:
     await base.generate(USER, module="policy")
     assert ledger.records[0].tags == {"run": "r1", "task": "t7", "rollout": "3"}
     assert ledger.records[1].tags == {"run": "r1"}
+
+
+async def test_a_malformed_body_is_retried_and_counted() -> None:
+    Script("s", [Reply(fault="malformed"), Reply(fault="empty"), Reply(text="fine")])
+    ledger = Ledger()
+    out = await ChatModel.from_name("scripted/s", ledger=ledger).generate(USER, module="m")
+    assert out.text == "fine" and ledger.records[0].retries == 2 and ledger.records[0].error is None

@@ -18,6 +18,7 @@ from core.llm import (
     ModelCallError,
     PriceTable,
     Reply,
+    RetryPolicy,
     TextPart,
     Usage,
 )
@@ -125,11 +126,21 @@ async def test_wrong_key_is_an_auth_error_without_the_key(serve: Any) -> None:
 
 
 @pytest.mark.parametrize("fault", ["malformed", "empty"])
-async def test_malformed_body_is_one_clear_error(serve: Any, fault: str) -> None:
-    async with serve([Reply(fault=fault)]) as (server, model):  # type: ignore[arg-type]
+async def test_malformed_body_is_retried_then_one_clear_error(serve: Any, fault: str) -> None:
+    """A garbled body is the wire's fault, like a dropped connection: asked again, counted,
+    and one clear error only when every attempt is garbled."""
+    ledger = Ledger()
+    async with serve([Reply(fault=fault), Reply(text="fine")], ledger=ledger) as (server, model):  # type: ignore[arg-type]
+        out = await model.generate(ASK, module="m")
+    assert out.text == "fine" and len(server.requests) == 2 and ledger.records[0].retries == 1
+
+
+@pytest.mark.parametrize("fault", ["malformed", "empty"])
+async def test_malformed_bodies_to_the_last_attempt_are_one_clear_error(serve: Any, fault: str) -> None:
+    async with serve([Reply(fault=fault)] * 2, retry=RetryPolicy(max_attempts=2)) as (server, model):  # type: ignore[arg-type]
         with pytest.raises(ModelCallError, match=r"malformed|not valid JSON") as info:
             await model.generate(ASK, module="m")
-    assert info.value.reason == "malformed" and len(server.requests) == 1
+    assert info.value.reason == "malformed" and len(server.requests) == 2
     assert "\n" not in str(info.value)
 
 

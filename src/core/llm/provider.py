@@ -77,7 +77,7 @@ class ModelAPI(ABC):
     def classify(self, error: BaseException) -> RetryDecision:
         """Retry decision for errors every provider can meet; subclasses add their SDK's."""
         if isinstance(error, MalformedReplyError):
-            return RetryDecision.no("malformed")
+            return RetryDecision.transient("malformed")  # a garbled body is the wire's fault: ask again
         if isinstance(error, ScriptError):
             return RetryDecision.no("script")
         if isinstance(error, ReplayMissError):

@@ -132,7 +132,7 @@ class AnthropicAPI(ModelAPI):
         if isinstance(error, anthropic.APIConnectionError):
             return RetryDecision.transient("connection")
         if isinstance(error, anthropic.APIResponseValidationError):
-            return RetryDecision.no("malformed")
+            return RetryDecision.transient("malformed")  # a garbled body is the wire's fault: ask again
         return super().classify(error)
 
     async def aclose(self) -> None:

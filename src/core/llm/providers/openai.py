@@ -117,7 +117,7 @@ class OpenAIAPI(ModelAPI):
         if isinstance(error, openai.APIConnectionError):
             return RetryDecision.transient("connection")
         if isinstance(error, openai.APIResponseValidationError):
-            return RetryDecision.no("malformed")
+            return RetryDecision.transient("malformed")  # a garbled body is the wire's fault: ask again
         return super().classify(error)
 
     async def aclose(self) -> None:
