@@ -127,6 +127,10 @@ def _env(tmp: Path) -> dict[str, str]:
     return {**os.environ, **SECRETS, "AGENT_S3_ENV_DIR": str(tmp / "envs"), "COLUMNS": "200"}
 
 
+def _steps_on_disk(run: Path) -> int:
+    return sum(len(p.read_bytes().splitlines()) for p in run.glob("*/rollout-*/traj.jsonl"))
+
+
 def torn_files(root: Path) -> list[str]:
     """JSON files that do not parse, JSONL lines that do not, and temporary files left."""
     bad = []
@@ -173,17 +177,21 @@ def test_bench_survives_model_faults_kills_and_keeps_secrets(
     logs.mkdir()
     rng = random.Random(SEED + 1)
     kills, landed = 3 * scale(), 0
+    leaked_mid_run: list[str] = []
     for attempt in range(kills):
+        target = _steps_on_disk(run) + rng.randint(1, 3)  # a seeded random point: after that many more steps
         with (logs / f"killed-{attempt}.log").open("wb") as sink:
             proc = subprocess.Popen(_command(model_url, out), env=_env(tmp_path), stdout=sink,
                                     stderr=subprocess.STDOUT)
-            try:
-                proc.wait(rng.uniform(3.0, 9.0))
-            except subprocess.TimeoutExpired:
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and _steps_on_disk(run) < target and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 landed += 1
             proc.wait(30)
         assert not [b for b in torn_files(run) if b.startswith("torn")]  # right after a kill too
+        leaked_mid_run += files_with_secrets(run, tmp_path / "envs", logs)  # killed runs' desktops too
     resumed_at = time.time()
     with (logs / "resumed.log").open("wb") as sink:
         final = subprocess.run(_command(model_url, out), env=_env(tmp_path), stdout=sink, stderr=subprocess.STDOUT,
@@ -217,7 +225,7 @@ def test_bench_survives_model_faults_kills_and_keeps_secrets(
         selection = task_dir.read_selection()
         verdicts += int(selection is not None and task_dir.read_result() is not None)
     bad_files = torn_files(run)
-    leaked = files_with_secrets(run, tmp_path / "envs", logs)
+    leaked = files_with_secrets(run, tmp_path / "envs", logs) + leaked_mid_run
 
     records = Ledger.read(layout.ledger_path)
     final_faults = [kind for at, kind in faulty.injected if at >= resumed_at]
@@ -243,11 +251,11 @@ def test_bench_survives_model_faults_kills_and_keeps_secrets(
     figures("files_with_secrets", len(leaked))
 
     assert {k for _, k in faulty.injected} == set(FAULTS)
-    assert landed >= 2
+    assert landed == kills
     assert lost == 0 and duplicated == 0 and not unfinished and not errored_without_reason
     finished = sum(1 for h in headers.values() if h["status"] != "errored")
     assert narratives == finished and not narrative_gaps and verdicts == len(TASKS), headers
     assert not bad_files, bad_files
     assert not leaked, leaked
     assert not exhausted, [r.error for r in exhausted]  # every injected fault is transient: retried
-    assert final_faults and final_retries == len(final_faults)
+    assert final_retries == len(final_faults) and sum(r.retries for r in records) <= len(faulty.injected)

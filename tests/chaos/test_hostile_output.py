@@ -37,6 +37,7 @@ async def test_hostile_replies_never_reach_the_host(
         harness: object, local_env: object, tmp_path: Path, figures: Figures) -> None:
     canary = Path("/var/tmp") / f"chaos-canary-{os.getpid()}"
     canary.write_text("untouched")
+    canary.chmod(0o600)  # the desktop's apps run as an unprivileged uid: not even readable there
     before = canary.stat().st_mtime_ns
     hostile = _hostile(canary)
     literal = [  # accepted actions whose arguments must stay data, inside the desktop
@@ -62,6 +63,8 @@ async def test_hostile_replies_never_reach_the_host(
     figures("hostile_replies_rejected_with_reason", len(rejected))
     figures("literal_hostile_arguments_kept_as_data", len(literal))
     figures("host_executions", int(touched))
+    figures("path_traversal_open_outcome", next((s.error or "no error" for s in steps if s.action
+                                                 and s.action.get("kind") == "open"), "not run"))
     assert not touched
     assert len(rejected) == len(hostile) and all(reason.strip() for reason in rejected)
     assert [s.action and s.action.get("kind") for s in steps] == ["type", "open", "done"]
