@@ -165,6 +165,16 @@ class Open(ActionBase):
         description="The application or file name.",
     )
 
+    @field_validator("app_or_filename")
+    @classmethod
+    def _no_parent_segments(cls, value: str) -> str:
+        # A name that climbs out of where it starts ("../../x") is never needed to open an
+        # app or a file the agent can see; refusing it keeps a reply from steering the
+        # desktop's unsandboxed apps toward the host's folders.
+        if ".." in value.replace("\\", "/").split("/"):
+            raise ValueError("a name with '..' path segments is not allowed; give the app's name or the file's full path")
+        return value
+
 
 class SwitchApplications(ActionBase):
     """Bring an already open application window to the front."""

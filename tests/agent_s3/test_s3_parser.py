@@ -161,3 +161,14 @@ def test_platform_decides_key_validity() -> None:
     assert parse_reply(block("agent.hotkey(['back'])"), platform="android").action.keys == ["back"]
     with pytest.raises(FormatError, match="unknown key 'back'"):
         parse_reply(block("agent.hotkey(['back'])"), platform="ubuntu")
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/home/u/../../root/x", "..\\..\\Windows\\system.ini", ".."])
+def test_open_refuses_parent_segments(name: str) -> None:
+    with pytest.raises(FormatError, match=r"'\.\.'"):
+        parse_reply(f"```python\nagent.open({name!r})\n```", platform="ubuntu")
+
+
+def test_open_keeps_ordinary_names_with_dots() -> None:
+    parsed = parse_reply("```python\nagent.open('/home/u/notes..v2.txt')\n```", platform="ubuntu")
+    assert parsed.action == Open(app_or_filename="/home/u/notes..v2.txt")

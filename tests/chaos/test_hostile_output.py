@@ -29,6 +29,7 @@ def _hostile(canary: Path) -> list[str]:
         action_reply("Setup.", touch),
         action_reply("I open it.", f"agent.open(open('{canary}', 'w').write('x'))"),
         action_reply("I run it.", f"exec(\"open('{canary}', 'w')\")"),
+        action_reply("I open it.", f"agent.open('../../../../..{canary}')"),
         "x" * 2_000_000,
     ]
 
@@ -42,9 +43,8 @@ async def test_hostile_replies_never_reach_the_host(
     hostile = _hostile(canary)
     literal = [  # accepted actions whose arguments must stay data, inside the desktop
         action_reply("I type.", f"agent.type(text='; touch {canary} && $(touch {canary}) `touch {canary}` | sh')"),
-        action_reply("I open it.", f"agent.open('../../../../..{canary}')"),
     ]
-    replies = iter([*hostile[:3], literal[0], *hostile[3:], literal[1], action_reply("Done.", "agent.done()")])
+    replies = iter([*hostile[:3], literal[0], *hostile[3:], action_reply("Done.", "agent.done()")])
 
     def respond(request: ScriptRequest) -> str:
         if role_of(request.messages) != "policy":  # reflection and grounding: the demo's answers
@@ -63,8 +63,8 @@ async def test_hostile_replies_never_reach_the_host(
     figures("hostile_replies_rejected_with_reason", len(rejected))
     figures("literal_hostile_arguments_kept_as_data", len(literal))
     figures("host_executions", int(touched))
-    figures("path_traversal_open_outcome", next((s.error or "no error" for s in steps if s.action
-                                                 and s.action.get("kind") == "open"), "not run"))
+    figures("path_traversal_rejected", int(any("'..'" in reason for reason in rejected)))
     assert not touched
     assert len(rejected) == len(hostile) and all(reason.strip() for reason in rejected)
-    assert [s.action and s.action.get("kind") for s in steps] == ["type", "open", "done"]
+    assert any("'..'" in reason for reason in rejected)
+    assert [s.action and s.action.get("kind") for s in steps] == ["type", "done"]
