@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 
 from core.protocols import EnvError
 
+from ..pool import LendingPool
 from .adb import AdbLink, list_devices
 from .console import EmulatorConsole
 from .environment import AndroidEnvironment, console_port_of
@@ -24,8 +24,12 @@ from .environment import AndroidEnvironment, console_port_of
 __all__ = ["AndroidProvider"]
 
 
-class AndroidProvider:
-    """``async with AndroidProvider(3) as pool: env = await pool.acquire()``."""
+class AndroidProvider(LendingPool[AndroidEnvironment]):
+    """``async with AndroidProvider(3) as pool: env = await pool.acquire()``.
+
+    A fixed pool: a device that goes offline is not replaced (see `runner.android.AndroidPool`),
+    and closing forgets the devices (the emulators keep running).
+    """
 
     def __init__(
         self,
@@ -41,9 +45,11 @@ class AndroidProvider:
         apps: dict[str, str] | None = None,
         settle: float = 0.5,
     ) -> None:
-        if size < 1:
-            raise EnvError("an Android pool needs at least one device; pass size >= 1")
-        self.size = size
+        super().__init__(
+            size,
+            too_small="an Android pool needs at least one device; pass size >= 1",
+            not_started="the Android pool is not started; use `async with AndroidProvider(...)`",
+        )
         self.serials = list(serials) if serials else None
         self.adb_host = adb_host
         self.adb_port = adb_port
@@ -53,17 +59,6 @@ class AndroidProvider:
         self.save_snapshot = save_snapshot
         self.apps = apps
         self.settle = settle
-        self._envs: dict[str, AndroidEnvironment] = {}
-        self._idle: asyncio.Queue[AndroidEnvironment] | None = None
-
-    async def __aenter__(self) -> AndroidProvider:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def _choose(self) -> list[str]:
         known = dict(await asyncio.to_thread(list_devices, self.adb_host, self.adb_port))
@@ -100,7 +95,7 @@ class AndroidProvider:
             settle=self.settle,
         )
 
-    async def start(self) -> None:
+    async def _start_all(self) -> list[AndroidEnvironment]:
         """Connect to the chosen devices; save (or load, to check it exists) the start snapshot."""
         envs = [self._make(s) for s in await self._choose()]
         emulators = [e for e in envs if e.console is not None]
@@ -108,27 +103,6 @@ class AndroidProvider:
             await asyncio.gather(*(e.save_snapshot() for e in emulators))
         else:
             await asyncio.gather(*(e.revert() for e in emulators))
-        self._idle = asyncio.Queue()
         for env in envs:
             self._envs[env.name] = env
-            self._idle.put_nowait(env)
-
-    @property
-    def environments(self) -> list[AndroidEnvironment]:
-        return list(self._envs.values())
-
-    async def acquire(self) -> AndroidEnvironment:
-        """An idle device (waits while all are lent out)."""
-        if self._idle is None:
-            raise EnvError("the Android pool is not started; use `async with AndroidProvider(...)`")
-        return await self._idle.get()
-
-    def release(self, env: AndroidEnvironment) -> None:
-        if self._idle is not None and env.name in self._envs:
-            self._idle.put_nowait(env)
-
-    async def close(self) -> None:
-        """Forget the devices (emulators keep running); safe to call twice."""
-        envs = list(self._envs.values())
-        self._envs.clear()
-        await asyncio.gather(*(e.close() for e in envs), return_exceptions=True)
+        return envs

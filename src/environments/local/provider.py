@@ -8,7 +8,6 @@ a SIGTERM handler, and a watchdog process for when the owner is killed outright.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import os
 import signal
@@ -17,10 +16,11 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 
-from core.protocols import EnvError, Environment
+from core.protocols import Environment
 
+from ..pool import ReplacingPool
 from .desktop import DesktopConfig, LocalDesktop
 from .environment import LocalEnvironment
 from .spawner import run_blocking
@@ -73,7 +73,7 @@ def _default_factory(desktop: LocalDesktop) -> Environment:
     return server_environment(desktop)
 
 
-class LocalProvider:
+class LocalProvider(ReplacingPool[LocalEnvironment]):
     """Starts ``size`` desktops and lends them out; use as ``async with LocalProvider(4) as pool``."""
 
     def __init__(
@@ -86,9 +86,11 @@ class LocalProvider:
         factory: EnvironmentFactory | None = None,
         watchdog: bool = True,
     ) -> None:
-        if size < 1:
-            raise EnvError("a local pool needs at least one desktop; pass size >= 1")
-        self.size = size
+        super().__init__(
+            size,
+            too_small="a local pool needs at least one desktop; pass size >= 1",
+            not_started="the local pool is not started; use `async with LocalProvider(...)`",
+        )
         self.base_dir = Path(base_dir) if base_dir is not None else default_base_dir()
         self.config = config or DesktopConfig()
         self.prefix = prefix
@@ -96,18 +98,7 @@ class LocalProvider:
         self._factory = factory or _default_factory
         self._want_watchdog = watchdog
         self._watchdog: subprocess.Popen[bytes] | None = None
-        self._envs: dict[str, LocalEnvironment] = {}
-        self._idle: asyncio.Queue[LocalEnvironment] | None = None
         self._counter = 0
-
-    async def __aenter__(self) -> LocalProvider:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     # -- starting -----------------------------------------------------------------------
 
@@ -118,17 +109,7 @@ class LocalProvider:
         await run_blocking(lambda: sweep_stale(Path(self.config.home_root), self.base_dir))
         if self._want_watchdog and self._watchdog is None:
             self._watchdog = start_watchdog(self.pool_id, self.base_dir / "desktops")
-        self._idle = asyncio.Queue()
-        results = await asyncio.gather(
-            *(self._start_one(self._next_name()) for _ in range(self.size)), return_exceptions=True
-        )
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await self.close()
-            raise errors[0]
-        for env in results:
-            assert isinstance(env, LocalEnvironment)
-            self._idle.put_nowait(env)
+        await super().start()
 
     def _next_name(self) -> str:
         self._counter += 1
@@ -138,8 +119,8 @@ class LocalProvider:
             name = f"{self.prefix}-{self._counter}"
         return name
 
-    async def _start_one(self, name: str) -> LocalEnvironment:
-        desktop = LocalDesktop(name, self.base_dir, self.config, pool=self.pool_id)
+    async def _open(self) -> LocalEnvironment:
+        desktop = LocalDesktop(self._next_name(), self.base_dir, self.config, pool=self.pool_id)
         _LIVE.add(desktop)
         try:
             await run_blocking(desktop.start)
@@ -148,40 +129,15 @@ class LocalProvider:
             await run_blocking(desktop.close)
             _LIVE.discard(desktop)
             raise
-        env = LocalEnvironment(desktop, inner, on_close=self._forget)
-        self._envs[name] = env
-        return env
+        return LocalEnvironment(desktop, inner, on_close=self._forget)
 
     # -- lending ------------------------------------------------------------------------
 
-    @property
-    def environments(self) -> list[LocalEnvironment]:
-        """Every environment of the pool, lent out or not."""
-        return list(self._envs.values())
-
-    async def acquire(self) -> LocalEnvironment:
-        """An idle, healthy environment (a dead one is replaced on the way)."""
-        if self._idle is None:
-            raise EnvError("the local pool is not started; use `async with LocalProvider(...)`")
-        while True:
-            env = await self._idle.get()
-            if env.name in self._envs and env.desktop.problem() is None:
-                return env
-            if env.name in self._envs:
-                return await self.replace(env)
-
-    def release(self, env: LocalEnvironment) -> None:
-        """Give an environment back for the next `acquire`."""
-        if self._idle is not None and env.name in self._envs:
-            self._idle.put_nowait(env)
-
-    async def replace(self, env: LocalEnvironment) -> LocalEnvironment:
-        """Close ``env`` (dead or alive) and start a fresh desktop under a new name."""
-        await env.close()
-        return await self._start_one(self._next_name())
+    async def _healthy(self, env: LocalEnvironment) -> bool:
+        return env.desktop.problem() is None
 
     async def _forget(self, env: LocalEnvironment) -> None:
-        self._envs.pop(env.name, None)
+        await super()._forget(env)
         await run_blocking(env.desktop.close)
         _LIVE.discard(env.desktop)
 
@@ -189,8 +145,7 @@ class LocalProvider:
 
     async def close(self) -> None:
         """Stop every desktop and the watchdog; safe to call twice."""
-        envs = list(self._envs.values())
-        await asyncio.gather(*(e.close() for e in envs), return_exceptions=True)
+        await super().close()
         if self._watchdog is not None:
             self._watchdog.terminate()
             await run_blocking(self._watchdog.wait)

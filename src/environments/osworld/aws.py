@@ -11,12 +11,10 @@ Shaped like `environments.local.LocalProvider`: ``async with AWSProvider(4, ...)
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from types import TracebackType
 from typing import TypeVar
 
 import httpx
@@ -25,6 +23,7 @@ from aws import AddressResolver, Fleet, FleetConfig, HealthProbe, HttpProbe, Mac
 from core.protocols import EnvError, EnvironmentLost, ExecResult, Platform, Sandbox, SandboxLanguage
 from environments.osworld.client import OSWorldClient
 from environments.osworld.desktop import OSWorldDesktop
+from environments.pool import ReplacingPool
 
 __all__ = ["AWSDesktop", "AWSProvider"]
 
@@ -183,7 +182,7 @@ class _GuardedSandbox:
         return await self._env._guard(lambda: self._inner.run(language, code, timeout=timeout))
 
 
-class AWSProvider:
+class AWSProvider(ReplacingPool[AWSDesktop]):
     """Launches ``size`` desktops on EC2 and lends them out, like `LocalProvider` does locally."""
 
     def __init__(
@@ -202,9 +201,11 @@ class AWSProvider:
         action_timeout: float = 30.0,
         state_check_interval: float = 30.0,
     ) -> None:
-        if size < 1:
-            raise EnvError("an AWS pool needs at least one desktop; pass size >= 1")
-        self.size = size
+        super().__init__(
+            size,
+            too_small="an AWS pool needs at least one desktop; pass size >= 1",
+            not_started="the AWS pool is not started; use `async with AWSProvider(...)`",
+        )
         self.prefix = prefix
         self._token = token
         self._owns_fleet = fleet is None
@@ -218,36 +219,13 @@ class AWSProvider:
         self.with_sandbox = with_sandbox
         self.action_timeout = action_timeout
         self.state_check_interval = state_check_interval
-        self._envs: dict[str, AWSDesktop] = {}
-        self._idle: asyncio.Queue[AWSDesktop] | None = None
         self._counter = 0
 
-    async def __aenter__(self) -> AWSProvider:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
-    async def start(self) -> None:
-        """Launch every desktop in parallel; on any failure terminate the ones that did start."""
-        self._idle = asyncio.Queue()
-        results = await asyncio.gather(*(self._start_one() for _ in range(self.size)), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await self.close()
-            raise errors[0]
-        for env in results:
-            assert isinstance(env, AWSDesktop)
-            self._idle.put_nowait(env)
-
-    async def _start_one(self) -> AWSDesktop:
+    async def _open(self) -> AWSDesktop:
         self._counter += 1
         rollout = self._counter - 1
         machine = await self.fleet.launch(f"{self.prefix}-{self._counter}", rollout=rollout)
-        env = AWSDesktop(
+        return AWSDesktop(
             self.fleet,
             machine,
             token=self._token,
@@ -257,42 +235,13 @@ class AWSProvider:
             state_check_interval=self.state_check_interval,
             on_close=self._forget,
         )
-        self._envs[env.name] = env
-        return env
 
-    @property
-    def environments(self) -> list[AWSDesktop]:
-        """Every desktop of the pool, lent out or not."""
-        return list(self._envs.values())
-
-    async def acquire(self) -> AWSDesktop:
-        """An idle desktop whose instance runs (a dead one is replaced on the way)."""
-        if self._idle is None:
-            raise EnvError("the AWS pool is not started; use `async with AWSProvider(...)`")
-        while True:
-            env = await self._idle.get()
-            if env.name not in self._envs:
-                continue
-            if await env.alive():
-                return env
-            return await self.replace(env)
-
-    def release(self, env: AWSDesktop) -> None:
-        """Give a desktop back for the next `acquire`."""
-        if self._idle is not None and env.name in self._envs:
-            self._idle.put_nowait(env)
-
-    async def replace(self, env: AWSDesktop) -> AWSDesktop:
-        """Close `env` (terminating its instance) and launch a fresh desktop under a new name."""
-        await env.close()
-        return await self._start_one()
-
-    async def _forget(self, env: AWSDesktop) -> None:
-        self._envs.pop(env.name, None)
+    async def _healthy(self, env: AWSDesktop) -> bool:
+        """Whether its instance runs (asks EC2 now)."""
+        return await env.alive()
 
     async def close(self) -> None:
         """Terminate every desktop (and the fleet, if this pool made it); safe to call twice."""
-        envs = list(self._envs.values())
-        await asyncio.gather(*(e.close() for e in envs), return_exceptions=True)
+        await super().close()
         if self._owns_fleet:
             await self.fleet.close()
