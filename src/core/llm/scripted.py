@@ -6,32 +6,41 @@ last step raises `ScriptError` (and is remembered, so `assert_done()` fails too)
 steps make `assert_done()` fail; every request is kept in `script.requests`. The same
 scripts drive the local HTTP servers of `core.llm.fakeserver`, which turn `error` and
 `fault` into real HTTP faults.
+
+Usage is estimated (`Usage.estimated`): text at about 4 characters a token, images by the
+published rules of the provider the script stands in for (`core.llm.image_tokens`):
+`Script(..., image_rules="anthropic")`, else the environment variable
+`AGENT_S3_SCRIPTED_IMAGE_RULES`, else OpenAI's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from .errors import MalformedReplyError, ScriptError
+from .image_tokens import ImageRules, image_tokens
 from .provider import ModelAPI, current_module
 from .retry import RetryDecision, decide_status, parse_retry_after
 from .types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Usage
 
 __all__ = [
+    "IMAGE_RULES_ENV",
     "Reply",
     "Script",
     "ScriptRequest",
     "ScriptedAPI",
     "ScriptedHTTPError",
+    "default_image_rules",
     "estimate_usage",
 ]
 
-#: Tokens an image is assumed to cost in the scripted estimate.
-IMAGE_TOKENS_ESTIMATE = 85
+#: Environment variable naming the image rules of scripts that set none ("openai", "anthropic").
+IMAGE_RULES_ENV = "AGENT_S3_SCRIPTED_IMAGE_RULES"
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,8 @@ class Script:
     requests: list[ScriptRequest] = field(default_factory=list)
     #: Messages of calls that found no step left.
     overruns: list[str] = field(default_factory=list)
+    #: Whose image-token rules the usage estimate follows (None: `default_image_rules()`).
+    image_rules: ImageRules | None = None
 
     _registry: ClassVar[dict[str, Script]] = {}
 
@@ -133,15 +144,27 @@ class Script:
                               f"of {len(self.steps)}")
 
 
-def estimate_usage(messages: list[ChatMessage], text: str) -> Usage:
-    """A deterministic estimate (about 4 characters a token, a flat cost per image), so
-    ledgers of scripted runs have figures; it is not any tokenizer's count."""
+def default_image_rules() -> ImageRules:
+    """The image rules named by `IMAGE_RULES_ENV`, OpenAI's when it is unset."""
+    value = os.environ.get(IMAGE_RULES_ENV, "").strip().lower() or "openai"
+    if value == "openai":
+        return "openai"
+    if value == "anthropic":
+        return "anthropic"
+    raise ValueError(f"{IMAGE_RULES_ENV}={value!r} is not known; set it to openai or anthropic")
+
+
+def estimate_usage(messages: list[ChatMessage], text: str, rules: ImageRules | None = None) -> Usage:
+    """A deterministic estimate (about 4 characters a token; each image by its size under
+    the provider's published rules), so ledgers of scripted runs have figures that scale
+    like a real bill; it is not any tokenizer's count."""
+    rules = rules or default_image_rules()
     prompt = 0
     for message in messages:
         prompt += 4
         for part in message.parts():
             if isinstance(part, ImagePart):
-                prompt += IMAGE_TOKENS_ESTIMATE
+                prompt += image_tokens(part.data, rules, part.detail)
             else:
                 prompt += math.ceil(len(part.text) / 4)
     return Usage(input_tokens=prompt, output_tokens=math.ceil(len(text) / 4), estimated=True)
@@ -173,7 +196,7 @@ class ScriptedAPI(ModelAPI):
             raise ConnectionResetError("scripted dropped connection")
         if reply.fault in ("malformed", "empty"):
             raise MalformedReplyError(f"the reply body was {reply.fault}")
-        usage = reply.usage or estimate_usage(messages, reply.text)
+        usage = reply.usage or estimate_usage(messages, reply.text, self.script.image_rules)
         return ModelOutput(text=reply.text, model=self.model, usage=usage,
                            finish_reason=reply.finish_reason)
 
