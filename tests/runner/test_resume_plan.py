@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from core.trajectory import RolloutInfo, RunLayout, Task
+from reference_data import OSWORLD_TASKS as OSWORLD
+from reference_data import requires_osworld_tasks
 from runner.bench import load_bench_tasks
 from runner.resume import (
     BenchManifest,
@@ -16,8 +18,6 @@ from runner.resume import (
     pending_rollouts,
     write_manifest,
 )
-
-OSWORLD = Path("/work/shared/reference/osworld_tasks")
 
 
 def _header(layout: RunLayout, k: int, status: str, score: float | None) -> None:
@@ -63,7 +63,7 @@ def test_mismatch_names_the_change(tmp_path: Path) -> None:
         check_resume(foreign, "local", old)
 
 
-@pytest.mark.skipif(not (OSWORLD / "test_nogdrive.json").is_file(), reason="OSWorld task files not present")
+@requires_osworld_tasks
 def test_osworld_list_skips_unsupported_tasks() -> None:
     every = load_bench_tasks(OSWORLD / "test_nogdrive.json", OSWORLD / "examples")
     assert every.tasks and every.skipped

@@ -10,10 +10,10 @@ import pytest
 from environments.tasks import iter_task_files, load_task, load_task_list
 from environments.tasks.convert import from_core_task, to_core_task
 from environments.tasks.support import support_report, task_gaps
+from reference_data import OSWORLD_TASKS as REFERENCE
+from reference_data import requires_osworld_tasks
 
-REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "osworld_tasks"
-
-pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason=f"OSWorld task files not found at {REFERENCE}")
+pytestmark = requires_osworld_tasks
 
 
 @pytest.fixture(scope="module")
