@@ -130,9 +130,9 @@ def test_fast_png_round_trips_exactly_and_stays_compact(mode: str) -> None:
 
 def test_augment_transition_works_from_png_bytes_with_defaults() -> None:
     out = augment_transition(_grey(1920, 1080), _grey(1920, 1080), [PointerEvent(kind="click", x=960, y=540)])
-    assert decode_png(out.before).size == (1280, 720)
-    assert decode_png(out.before).getpixel((640, 360)) == MARKER_COLOURS["click"]
-    assert out.zoom is not None and decode_png(out.zoom).size == (600, 600)
+    assert decode_png(out.before).size == (768, 432)
+    assert decode_png(out.before).getpixel((384, 216)) == MARKER_COLOURS["click"]
+    assert out.zoom is not None and decode_png(out.zoom).size == (510, 510)
 
 
 @pytest.mark.parametrize("rows", [[0], [31], [32], [31, 32], [H - 1], [5, 200, H - 1], []])

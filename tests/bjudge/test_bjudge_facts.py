@@ -165,7 +165,7 @@ async def test_candidate_screens_are_downscaled_and_reuse_decoded_frames(scripte
     candidate = await builder.candidate(0)
     assert memo.decodes == decodes == 3  # each screen decoded once, none again for the judge
     sizes = [decode_png(p.data).size for p in candidate.parts if isinstance(p, ImagePart)]
-    assert sizes == [(1280, 720), (1280, 720)]
+    assert sizes == [(768, 432), (768, 432)]
 
 
 async def test_a_step_without_an_after_screen_needs_no_call_and_ends_on_its_before_screen(scripted) -> None:

@@ -200,7 +200,8 @@ async def test_wide_run_on_three_phones_judges_the_solver(fleet: FakeFleet, tmp_
     taps = [r for r in ran.narrations if "Notes app icon" in "\n".join(m.text() for m in r.messages)]
     assert taps  # the two identical taps may share one cached narration
     first_image = next(p for m in taps[0].messages for p in m.parts() if isinstance(p, ImagePart))
-    assert _red_near(first_image.data, *NOTES_ICON) > 20
+    shown = decode_png(first_image.data).width / SCREEN[0]  # the narrator sees a downscaled copy
+    assert _red_near(first_image.data, NOTES_ICON[0] * shown, NOTES_ICON[1] * shown) > 20
     raw = task_dir.rollout(1).read_screenshot(steps[0], "before")
     assert _red_near(raw, *NOTES_ICON) == 0  # the phone's own screenshot stays unmarked
     # One judge call over the three candidates; it picked the solver.

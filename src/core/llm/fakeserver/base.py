@@ -174,7 +174,8 @@ class FakeServer(ABC):
             return web.Response(text='{"id": "trunc', content_type="application/json")
         if reply.fault == "empty":
             return web.json_response({})
-        usage = reply.usage or estimate_usage(messages, reply.text)
+        rules = self.script.image_rules or (self.kind if self.kind in ("openai", "anthropic") else None)
+        usage = reply.usage or estimate_usage(messages, reply.text, rules)  # type: ignore[arg-type]
         return web.json_response(self.render(body, reply, usage))
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
