@@ -12,22 +12,22 @@ import string
 
 import httpx
 
-__all__ = ["PLACEHOLDERS", "check_connect_via", "fill_connect_via", "needs_ip"]
+__all__ = ["TEMPLATE_FIELDS", "check_connect_via", "fill_connect_via", "needs_ip"]
 
 #: The names a ``connect_via`` template may use.
-PLACEHOLDERS = frozenset({"instance_id", "private_ip", "public_ip", "ip", "port"})
+TEMPLATE_FIELDS = frozenset({"instance_id", "private_ip", "public_ip", "ip", "port"})
 
 _SAMPLE = {"instance_id": "i-0123456789abcdef0", "private_ip": "10.0.0.1", "public_ip": "203.0.113.1",
            "ip": "10.0.0.1", "port": "5000"}
 
 
 def check_connect_via(template: str) -> None:
-    """Raise ValueError (one line) unless `template` is an http(s) URL template over `PLACEHOLDERS`."""
+    """Raise ValueError (one line) unless `template` is an http(s) URL template over `TEMPLATE_FIELDS`."""
     names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-    unknown = sorted(names - PLACEHOLDERS)
+    unknown = sorted(names - TEMPLATE_FIELDS)
     if unknown:
         raise ValueError(f"connect_via {template!r} uses {{{unknown[0]}}}: use only "
-                         + ", ".join(f"{{{n}}}" for n in sorted(PLACEHOLDERS)))
+                         + ", ".join(f"{{{n}}}" for n in sorted(TEMPLATE_FIELDS)))
     url = httpx.URL(template.format(**_SAMPLE))
     if url.scheme not in ("http", "https") or not url.host or url.path not in ("", "/") or url.query:
         raise ValueError(f"connect_via {template!r} must be http(s)://HOST[:PORT] (a template allowed), no path")

@@ -133,7 +133,7 @@ async def run_bench(cfg: RunConfig, bench: BenchTasks, layout: RunLayout, models
         await asyncio.to_thread(layout.remove_temporaries)
     cfg = cfg.model_copy(update={"wide": cfg.wide.model_copy(update={"seed": manifest.seed})})
     n = rollouts_per_task(cfg)
-    todo: list[Task] = []
+    pending: list[Task] = []
     for task in bench.tasks:
         if cfg.strategy == "retry":  # retry decides its own attempts: resumed per task
             done = await asyncio.to_thread(layout.task(task.id).read_result) is not None
@@ -142,9 +142,9 @@ async def run_bench(cfg: RunConfig, bench: BenchTasks, layout: RunLayout, models
         if done:
             out.kept.append(task.id)
         else:
-            todo.append(task)
-    if todo:
-        await _run(cfg, todo, layout, models, ledger, out, concurrency, on_task)
+            pending.append(task)
+    if pending:
+        await _run(cfg, pending, layout, models, ledger, out, concurrency, on_task)
     else:
         await models.aclose()
     out.metrics = await asyncio.to_thread(compute_metrics, layout, manifest.domains)
@@ -152,7 +152,7 @@ async def run_bench(cfg: RunConfig, bench: BenchTasks, layout: RunLayout, models
     return out
 
 
-async def _run(cfg: RunConfig, todo: list[Task], layout: RunLayout, models: ModelSet, ledger: Ledger,
+async def _run(cfg: RunConfig, pending: list[Task], layout: RunLayout, models: ModelSet, ledger: Ledger,
                out: BenchRun, concurrency: int, on_task: OnTask | None) -> None:
     width = min(rollouts_per_task(cfg), cfg.wide.concurrency or rollouts_per_task(cfg)) if cfg.strategy == "wide" else 1
     strategy = _strategy(cfg)
@@ -178,7 +178,7 @@ async def _run(cfg: RunConfig, todo: list[Task], layout: RunLayout, models: Mode
             def make_run(task: Task) -> TaskRun:
                 return TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger)
 
-            await run_tasks(todo, strategy, make_run, concurrency=concurrency, on_result=landed)
+            await run_tasks(pending, strategy, make_run, concurrency=concurrency, on_result=landed)
     finally:
         close = getattr(strategy, "aclose", None)
         if close is not None:

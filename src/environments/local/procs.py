@@ -155,20 +155,20 @@ def alive(pid: int) -> bool:
 
 def kill_pids(pids: Iterable[int], *, grace: float = 0.0, poll: float = 0.01) -> None:
     """SIGTERM (when ``grace`` > 0) then SIGKILL every pid; waits until they are gone."""
-    todo = {p for p in pids if p > 1 and p != os.getpid()}
+    pending = {p for p in pids if p > 1 and p != os.getpid()}
     if grace > 0:
-        for pid in todo:
+        for pid in pending:
             _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while todo and time.monotonic() < deadline:
-            todo = {p for p in todo if alive(p)}
+        while pending and time.monotonic() < deadline:
+            pending = {p for p in pending if alive(p)}
             time.sleep(poll)
-    for pid in todo:
+    for pid in pending:
         _signal(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
-    while todo and time.monotonic() < deadline:
-        todo = {p for p in todo if alive(p)}
-        if todo:
+    while pending and time.monotonic() < deadline:
+        pending = {p for p in pending if alive(p)}
+        if pending:
             time.sleep(poll)
 
 
