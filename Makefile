@@ -4,7 +4,7 @@
 demo:
 	bash scripts/demo.sh
 
-# Set-up, ruff, the import contract and the test suite.
+# Set-up, ruff, the import contract, mypy and the test suite.
 test:
 	bash scripts/test.sh
 

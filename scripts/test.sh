@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole check, from a fresh machine: set-up, lint, the import contract, the test suite.
+# The whole check, from a fresh machine: set-up, lint, the import contract, types, the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -7,5 +7,7 @@ echo "== ruff"
 .venv/bin/ruff check .
 echo "== import contract"
 .venv/bin/lint-imports
+echo "== types"
+.venv/bin/mypy
 echo "== tests"
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

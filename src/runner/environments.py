@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from pydantic import ValidationError
 
@@ -93,7 +93,7 @@ async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, .
         token = cfg.token.get_secret_value() if cfg.token else None  # the images' servers may want one
         async with AWSProvider(size, config=_fleet_config(cfg), run_id=run_id, token=token, with_sandbox=cfg.sandbox,
                                action_timeout=cfg.action_timeout) as aws:
-            yield aws
+            yield cast(EnvironmentPool, aws)  # lends and takes back only its own AWSDesktops
         return
     if not cfg.url:
         raise EnvError("environment.kind osworld needs a server URL: pass --url http://HOST:PORT")

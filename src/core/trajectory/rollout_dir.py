@@ -145,9 +145,9 @@ class RolloutDir:
             names[f"{role}_screenshot"] = name
         if names:
             step = step.model_copy(update=names)
-        for name in (step.before_screenshot, step.after_screenshot):
-            if name is not None and not (self.path / name).is_file():
-                raise FileNotFoundError(f"step {step.index} names {name}, which is not in {self.path}")
+        for listed in (step.before_screenshot, step.after_screenshot):
+            if listed is not None and not (self.path / listed).is_file():
+                raise FileNotFoundError(f"step {step.index} names {listed}, which is not in {self.path}")
         append_line(self.traj_path, step.model_dump_json(), durable=self.durable)
         self._next_step = expected + 1
         return step

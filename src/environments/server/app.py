@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from environments.server import routes_desktop, routes_exec, routes_files
 from environments.server.config import ServerConfig
@@ -27,7 +28,7 @@ def _json_error(status: int, message: str) -> web.Response:
     return web.json_response({"status": "error", "message": message}, status=status)
 
 
-def _auth_middleware(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def _auth_middleware(token: str) -> Middleware:
     expected = f"Bearer {token}".encode()
 
     @web.middleware
@@ -44,7 +45,7 @@ def _auth_middleware(token: str) -> Callable[[web.Request, Handler], Awaitable[w
     return check
 
 
-def _limit_middleware(limit: int) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def _limit_middleware(limit: int) -> Middleware:
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.content_length is not None and request.content_length > limit:
@@ -72,7 +73,7 @@ async def _error_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 def build_app(config: ServerConfig, environ: Mapping[str, str] | None = None) -> web.Application:
     """An application with its own state; the state's resources are released on cleanup."""
-    middlewares = [_error_middleware, _limit_middleware(config.max_body_bytes)]
+    middlewares: list[Middleware] = [_error_middleware, _limit_middleware(config.max_body_bytes)]
     if not config.no_auth:
         assert config.token, "validated config has a token unless no_auth"
         middlewares.insert(0, _auth_middleware(config.token))

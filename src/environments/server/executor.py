@@ -112,12 +112,7 @@ class WarmExecutor:
             except (asyncio.IncompleteReadError, ConnectionError, ValueError) as exc:
                 await self._restart(proc)
                 return ExecResult("error", -1, "", f"action executor died: {exc!r}")
-            return ExecResult(
-                status=reply["status"],
-                returncode=int(reply["returncode"]),
-                stdout=reply.get("stdout", ""),
-                stderr=reply.get("stderr", ""),
-            )
+            return _result(reply)
 
     async def _restart(self, proc: asyncio.subprocess.Process) -> None:
         self._proc = None
@@ -145,3 +140,12 @@ async def _read(proc: asyncio.subprocess.Process) -> dict[str, object]:
     if not isinstance(message, dict):
         raise ValueError("malformed executor message")
     return message
+
+
+def _result(reply: dict[str, object]) -> ExecResult:
+    """The executor's reply as an `ExecResult`; anything malformed is reported as an error."""
+    status, code = reply.get("status"), reply.get("returncode")
+    stdout, stderr = reply.get("stdout", ""), reply.get("stderr", "")
+    if status not in ("ok", "error", "timeout") or not isinstance(code, int):
+        return ExecResult("error", -1, "", f"malformed executor reply: {reply!r:.200}")
+    return ExecResult(status, code, stdout if isinstance(stdout, str) else "", stderr if isinstance(stderr, str) else "")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from ..retry import decide_status
 from ..scripted import Reply
@@ -20,7 +20,9 @@ from .base import FakeServer, WireError
 
 __all__ = ["OpenAIServer"]
 
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+_ROLES: dict[object, Literal["system", "user", "assistant"]] = {
+    "system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+}
 _ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
                 404: "invalid_request_error", 429: "rate_limit_exceeded"}
 

@@ -43,7 +43,7 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
 
 def to_anthropic(messages: list[ChatMessage]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system blocks, messages) with cache breakpoints; consecutive same-role turns merge."""
-    system = [{"type": "text", "text": m.text()} for m in messages if m.role == "system" and m.text()]
+    system: list[dict[str, Any]] = [{"type": "text", "text": m.text()} for m in messages if m.role == "system" and m.text()]
     turns = [m for m in messages if m.role != "system"]
     budget = MAX_BREAKPOINTS - (1 if system else 0)
     marked = {i for i, m in enumerate(turns) if m.cache}
@@ -123,8 +123,9 @@ class AnthropicAPI(ModelAPI):
 
     def classify(self, error: BaseException) -> RetryDecision:
         if isinstance(error, anthropic.APIStatusError):
-            body = error.body if isinstance(error.body, dict) else {}
-            detail = body.get("error") if isinstance(body.get("error"), dict) else {}
+            body: dict[str, Any] = error.body if isinstance(error.body, dict) else {}
+            found = body.get("error")
+            detail: dict[str, Any] = found if isinstance(found, dict) else {}
             text = f"{error.message} {detail.get('message') or ''}"
             return decide_status(error.status_code, text, parse_retry_after(error.response.headers))
         if isinstance(error, anthropic.APITimeoutError):
