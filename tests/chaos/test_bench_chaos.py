@@ -10,7 +10,6 @@ JSONL file parses whole and no temporary file is left; no file holds a secret.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from chaos_helpers import Figures, scale
-from runner_helpers import desktops_missing
+from runner_helpers import desktops_missing, threaded_servers
 
 from core.llm import Ledger, Reply, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
@@ -102,17 +101,8 @@ def faulty() -> FaultyModels:
 @pytest.fixture
 def model_url(faulty: FaultyModels) -> Iterator[str]:
     """The models' server on its own loop thread, up across the killed runs and the resume."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = OpenAIServer(Script("chaos-models", [faulty] * 20000), api_key=KEY)
-    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield server.base_url
-    finally:
-        asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    with threaded_servers(OpenAIServer(Script("chaos-models", [faulty] * 20000), api_key=KEY)) as (url,):
+        yield url
 
 
 def _command(url: str, out: Path) -> list[str]:

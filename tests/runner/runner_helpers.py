@@ -1,12 +1,18 @@
-"""Helpers shared by the runner's tests: whether desktops can run here, starting one, and
-the live processes (to find what a test left behind)."""
+"""Helpers shared by the runner's tests: whether desktops can run here, starting one, the
+live processes (to find what a test left behind), and fake model servers on a thread of
+their own (for commands that run their own event loop or a subprocess)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from core.llm.fakeserver import OpenAIServer
 from environments.local import DesktopConfig, LocalDesktop
 from environments.local.spawner import run_all
 
@@ -40,3 +46,22 @@ def live_commands() -> dict[int, str]:
             if cmd:
                 out[int(entry.name)] = cmd
     return out
+
+
+@contextmanager
+def threaded_servers(*servers: OpenAIServer) -> Iterator[list[str]]:
+    """Run the servers on one loop thread; yield their base URLs; stop them afterwards."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    started: list[OpenAIServer] = []
+    try:
+        for server in servers:
+            asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
+            started.append(server)
+        yield [server.base_url for server in servers]
+    finally:
+        for server in started:
+            asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)

@@ -8,7 +8,6 @@ the task they served, and none is left running at the end."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -17,14 +16,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runner_helpers import desktops_missing, start_desktop
+from runner_helpers import desktops_missing, start_desktop, threaded_servers
 
 from core.llm import Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
@@ -99,17 +97,8 @@ def _reply(request: ScriptRequest) -> str:
 
 @pytest.fixture
 def model_url() -> Iterator[str]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = OpenAIServer(Script("bench-aws-policy", [_reply] * 500), api_key=KEY)
-    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield server.base_url
-    finally:
-        asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    with threaded_servers(OpenAIServer(Script("bench-aws-policy", [_reply] * 500), api_key=KEY)) as (url,):
+        yield url
 
 
 def _aws_env(moto_url: str, tmp: Path) -> dict[str, str]:

@@ -7,19 +7,17 @@ come out of the finished run."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from runner_helpers import desktops_missing
+from runner_helpers import desktops_missing, threaded_servers
 
 from bjudge import import_osworld
 from core.llm import Ledger, Reply, Script, ScriptRequest
@@ -52,17 +50,8 @@ def _reply(request: ScriptRequest) -> str | Reply:
 def model_url() -> Iterator[str]:
     """Policy, narrator and judge on one server, on a thread of its own (the bench runs in
     a subprocess), kept up across the killed run and its resumption."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = OpenAIServer(Script("bench-models", [_reply] * 2000), api_key=KEY)
-    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield server.base_url
-    finally:
-        asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    with threaded_servers(OpenAIServer(Script("bench-models", [_reply] * 2000), api_key=KEY)) as (url,):
+        yield url
 
 
 def _command(url: str, out: Path, *extra: str) -> list[str]:

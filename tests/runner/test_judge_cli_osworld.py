@@ -4,15 +4,14 @@ its own thread, as a provider would); judging the run again reuses every fact.""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PIL import Image
+from runner_helpers import threaded_servers
 from typer.testing import CliRunner
 
 from core.llm import Ledger, Script
@@ -48,17 +47,8 @@ def _result(root: Path, actions: list[str], score: str) -> Path:
 @pytest.fixture
 def judge_url() -> Iterator[str]:
     """The judge's server on a thread of its own (the command runs its own event loop)."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = OpenAIServer(Script("osworld-judge", [demo_judge_reply] * 50), api_key=KEY)
-    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield server.base_url
-    finally:
-        asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    with threaded_servers(OpenAIServer(Script("osworld-judge", [demo_judge_reply] * 50), api_key=KEY)) as (url,):
+        yield url
 
 
 def test_import_judge_and_rejudge(tmp_path: Path, judge_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,20 +5,18 @@ scores, pick and result.json, and no desktop of the killed run is left behind.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runner_helpers import live_commands
+from runner_helpers import live_commands, threaded_servers
 
 from core.llm import Reply, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
@@ -54,19 +52,9 @@ def _replies(quitter: bool) -> Any:
 def model_urls() -> Iterator[tuple[str, str]]:
     """The solver's (also narrator and judge) and the quitter's servers, on a thread of
     their own (the bench runs in a subprocess)."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
     servers = [OpenAIServer(Script(f"ray-bench-{i}", [_replies(i == 1)] * 2000), api_key=KEY) for i in (0, 1)]
-    for server in servers:
-        asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield servers[0].base_url, servers[1].base_url
-    finally:
-        for server in servers:
-            asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    with threaded_servers(*servers) as (solver, quitter):
+        yield solver, quitter
 
 
 def _command(urls: tuple[str, str], out: Path, tmp: Path, *extra: str) -> list[str]:

@@ -5,16 +5,15 @@ match hand counts; a second sweep narrates nothing (every fact is cached)."""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PIL import Image
+from runner_helpers import threaded_servers
 from typer.testing import CliRunner
 
 from core.llm import Ledger, Script
@@ -57,17 +56,8 @@ def _pool(root: Path, model: str) -> Path:
 
 @pytest.fixture
 def judge_url() -> Iterator[str]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = OpenAIServer(Script("sweep-judge", [demo_judge_reply] * 3000), api_key=KEY)
-    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield server.base_url
-    finally:
-        asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    with threaded_servers(OpenAIServer(Script("sweep-judge", [demo_judge_reply] * 3000), api_key=KEY)) as (url,):
+        yield url
 
 
 def test_mixtures_parse_and_scale() -> None:
