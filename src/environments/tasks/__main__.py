@@ -1,26 +1,69 @@
-"""``python -m environments.tasks DIR [DIR ...]``: which tasks of OSWorld-style folders run here."""
+"""``python -m environments.tasks [--json] [--per-task] [--network|--offline] DIR [DIR ...]``:
+which tasks of OSWorld-style folders run, on OSWorld's VM image and on this machine."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import socket
 import sys
+import threading
 
 from environments.tasks.errors import TaskFileError
 from environments.tasks.loader import iter_task_files, load_task
+from environments.tasks.official import MissingScorer
 from environments.tasks.support import support_report
+
+#: Where OSWorld's tasks download their files from; reaching it means the tasks' downloads can work.
+_PROBE = ("huggingface.co", 443)
+
+
+def _online(timeout: float = 3.0) -> bool:
+    """Whether this machine reaches the tasks' file host (name lookup included, bounded)."""
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection(_PROBE, timeout=timeout).close()
+            result.append(True)
+        except OSError:
+            result.append(False)
+
+    worker = threading.Thread(target=probe, daemon=True)
+    worker.start()
+    worker.join(timeout + 1)
+    return bool(result and result[0])
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: python -m environments.tasks EXAMPLES_DIR [EXAMPLES_DIR ...]", file=sys.stderr)
+    parser = argparse.ArgumentParser(prog="python -m environments.tasks",
+                                     description="Coverage of OSWorld task folders against OSWorld's own package.")
+    parser.add_argument("dirs", nargs="*", metavar="EXAMPLES_DIR")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--per-task", action="store_true", help="list every refusal of every task")
+    net = parser.add_mutually_exclusive_group()
+    net.add_argument("--network", dest="network", action="store_true", default=None,
+                     help="count this machine as able to download the tasks' files")
+    net.add_argument("--offline", dest="network", action="store_false", help="count this machine as offline")
+    args = parser.parse_args(argv)
+    if not args.dirs:
+        print("usage: python -m environments.tasks [--json] [--per-task] [--network|--offline] "
+              "EXAMPLES_DIR [EXAMPLES_DIR ...]", file=sys.stderr)
         return 2
     tasks = []
-    for folder in argv:
+    for folder in args.dirs:
         for domain, path in iter_task_files(folder):
             try:
                 tasks.append(load_task(path, domain))
             except TaskFileError as exc:
                 print(f"skipped: {exc}", file=sys.stderr)
-    print(support_report(tasks).format())
+    network = _online() if args.network is None else args.network
+    try:
+        report = support_report(tasks, network=network)
+    except MissingScorer as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report.to_json(), indent=1) if args.json else report.format(per_task=args.per_task))
     return 0
 
 

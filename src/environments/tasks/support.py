@@ -1,8 +1,17 @@
-"""Which tasks of a set this runner can run: counts of setup types, getters and metrics.
+"""Which tasks of a set can run, against OSWorld's own package and what a machine offers.
 
-Loading never fails for an unsupported feature; this report names them, and running such a
-task raises the matching `Unsupported*` error. A task is `runnable` when every step, getter
-and metric is supported, and `offline` when, in addition, it needs no remote download.
+What is supported is read from the pinned official package (`official_surface`): its setup
+controller's step types, its getters and its metrics, with the Python packages each needs on
+the host that drives them, and each metric's option keys. What a machine offers is its
+programs (or an app registered to open a file type) and network access. Every refusal of a
+task is listed, not only the first per metric: a `Refusal` names its kind, what is refused,
+why, and whether it blocks the task everywhere (the package lacks it, or this host lacks a
+Python package or credentials) or only on this machine (an app, the network); OSWorld's VM
+image ships the apps and has network, so only the first kind blocks a task there.
+
+A task is `runnable` (on OSWorld's VM image) when nothing blocks it everywhere, `local`
+when nothing blocks it here either. Tasks scored by a metric are counted apart from
+`infeasible` ones (scored from the agent's last action, no files).
 """
 
 from __future__ import annotations
@@ -14,32 +23,147 @@ import shutil
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 from environments.server.app_names import program_available
-from environments.tasks.getters import getter_supported
+from environments.tasks import official_surface as surface
 from environments.tasks.model import OSWorldTask
-from environments.tasks.official import scorer_tag, unsupported_reason
-from environments.tasks.steps import step_supported
+from environments.tasks.official import scorer_tag
 
-__all__ = ["SupportReport", "installed_here", "openers", "programs", "support_report", "task_gaps"]
+__all__ = [
+    "Refusal",
+    "SupportReport",
+    "ignored_options",
+    "installed_here",
+    "openers",
+    "programs",
+    "support_report",
+    "task_gaps",
+    "task_refusals",
+]
 
 
 def _remote(url: str) -> bool:
     return urlparse(url).scheme in ("http", "https", "ftp")
 
 
-def task_gaps(task: OSWorldTask) -> list[str]:
-    """What keeps `task` from running here, e.g. ``["step:chrome_open_tabs", "metric:compare_pdfs"]``."""
-    gaps = [f"step:{s.type}" for s in task.all_steps() if not step_supported(s.type)]
+Scope = Literal["everywhere", "here"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One thing that keeps a task from running: ``kind:name``, why, and where it blocks."""
+
+    kind: str  # step, getter, metric, option, package, credentials, program, opener, network
+    name: str
+    reason: str
+    #: "everywhere": the official package or this host lacks it (OSWorld's VM image too);
+    #: "here": only this machine lacks it (an app, the network).
+    scope: Scope
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+
+def _feature_refusals(kind: str, name: str, features: dict[str, surface.Feature]) -> list[Refusal]:
+    feature = features.get(name)
+    label = {"step": "setup step type", "getter": "getter type", "metric": "metric"}[kind]
+    if feature is None:
+        return [Refusal(kind, name, f"OSWorld's package ({scorer_tag()}) has no {label} {name!r}", "everywhere")]
+    if feature.refused is not None:
+        return [Refusal(kind, name, feature.refused, "everywhere")]
+    return [
+        Refusal("package", f"{package} ({kind} {name})",
+                f"{label} {name} ({feature.module}) needs the Python package {package}: pip install {package}",
+                "everywhere")
+        for package in surface.missing_packages(feature)
+    ]
+
+
+def _settings_files(task: OSWorldTask) -> set[str]:
+    """Credential files (Google Drive, logins) that steps and getters name."""
+    found = set()
+    for step in task.all_steps():
+        if step.type in ("googledrive", "login") or "settings_file" in step.parameters:
+            found.add(str(step.parameters.get("settings_file", "")))
     for call in task.evaluator.calls():
-        if call.func != "infeasible" and unsupported_reason(call.func) is not None:
-            gaps.append(f"metric:{call.func}")
         for spec in (call.result, call.expected):
-            if spec is not None and not getter_supported(spec.type):
-                gaps.append(f"getter:{spec.type}")
-    return list(dict.fromkeys(gaps))
+            if spec is not None and "settings_file" in spec.params:
+                found.add(str(spec.params["settings_file"]))
+    return found
+
+
+def _settings_present(name: str, task: OSWorldTask) -> bool:
+    """OSWorld reads these relative to its checkout: look there (any folder above the task) and here."""
+    if not name:
+        return False
+    path = Path(name)
+    places = [Path.cwd()] + (list(task.path.parents) if task.path is not None else [])
+    return path.is_file() if path.is_absolute() else any((p / path).is_file() for p in places)
+
+
+def task_refusals(
+    task: OSWorldTask, *, installed: Callable[[str], bool] | None = None, network: bool = True
+) -> list[Refusal]:
+    """Everything that keeps `task` from running, each once. `installed` says which programs
+    exist here (default: look on this machine); `network` whether it can download."""
+    installed = installed or installed_here
+    out: list[Refusal] = []
+    for step in task.all_steps():
+        out += _feature_refusals("step", step.type, surface.step_types())
+    for call in task.evaluator.calls():
+        if call.func != "infeasible":
+            out += _feature_refusals("metric", call.func, surface.metric_types())
+            if call.func in surface.metric_types():
+                keys = surface.metric_option_keys(call.func)
+                for key in sorted(call.options):
+                    if not keys.takes_any and keys.read is not None and key not in keys.read:
+                        out.append(Refusal("option", f"{call.func}.{key}",
+                                           f"OSWorld's {call.func} ({scorer_tag()}) takes no option {key!r} "
+                                           "(it would raise TypeError)", "everywhere"))
+        for spec in (call.result, call.expected):
+            if spec is not None:
+                out += _feature_refusals("getter", spec.type, surface.getter_types())
+    for name in sorted(_settings_files(task)):
+        if not _settings_present(name, task):
+            out.append(Refusal("credentials", name or "(none named)",
+                               f"needs the account settings file {name!r} (Google Drive or a login), not found",
+                               "everywhere"))
+    for need in sorted(programs(task) | openers(task)):
+        if not installed(need):
+            kind, _, what = need.partition(":") if need.startswith("opener:") else ("program", "", need)
+            reason = (f"no app here opens {what} files" if kind == "opener"
+                      else f"the program {need} is not installed here")
+            out.append(Refusal(kind, what, reason, "here"))
+    if not network and _needs_network(task):
+        out.append(Refusal("network", "download", "downloads files from the internet; this machine has no network",
+                           "here"))
+    unique: dict[str, Refusal] = {}
+    for refusal in out:
+        unique.setdefault(refusal.key, refusal)
+    return list(unique.values())
+
+
+def ignored_options(task: OSWorldTask) -> list[str]:
+    """``metric.key`` for each option a task gives that OSWorld's metric never reads: OSWorld
+    scores the task all the same (its ``**options`` swallows it), so this is no refusal."""
+    found = []
+    for call in task.evaluator.calls():
+        if call.func in surface.metric_types():
+            keys = surface.metric_option_keys(call.func)
+            if keys.takes_any and keys.read is not None:
+                found += [f"{call.func}.{k}" for k in sorted(call.options) if k not in keys.read]
+    return list(dict.fromkeys(found))
+
+
+def task_gaps(task: OSWorldTask) -> list[str]:
+    """What keeps `task` from running anywhere (OSWorld's package, this host's Python packages),
+    e.g. ``["step:googledrive", "option:compare_table.bogus"]``; apps and network are not gaps."""
+    return [r.key for r in task_refusals(task, installed=lambda _: True) if r.scope == "everywhere"]
 
 
 #: Steps whose `command` starts a program on the desktop.
@@ -128,95 +252,153 @@ def _needs_network(task: OSWorldTask) -> bool:
 
 
 @dataclass
-class SupportReport:
-    """Occurrence counts (tasks using each feature), split into supported and unsupported."""
-
+class _Domain:
     tasks: int = 0
+    #: On OSWorld's VM image: runnable tasks scored by a metric, and `infeasible` ones.
+    vm_metric: int = 0
+    vm_infeasible: int = 0
+    #: On this machine (its apps, its network).
+    here_metric: int = 0
+    here_infeasible: int = 0
+
+
+@dataclass
+class SupportReport:
+    """Counts over a task set, every refusal per task, and coverage by domain."""
+
+    #: Whether this machine was taken to have network access.
+    network: bool = True
+    tasks: int = 0
+    #: Runnable on OSWorld's VM image: nothing blocks the task everywhere.
     runnable: int = 0
+    #: Runnable tasks that need no download from the internet.
     offline: int = 0
     #: Runnable tasks whose only metric is `infeasible` (scored from the last action, not files).
     infeasible: int = 0
-    #: Per domain: [tasks, runnable, runnable and scored by a metric, runnable with this machine's programs].
-    domains: dict[str, list[int]] = field(default_factory=dict)
-    #: Runnable tasks whose programs (google-chrome, gimp, vlc, ...) are all installed here.
+    #: Runnable on this machine too (its programs, apps and network).
     local: int = 0
-    #: Runnable tasks kept from running here by each missing program.
+    local_infeasible: int = 0
+    domains: dict[str, _Domain] = field(default_factory=dict)
+    #: Every refusal of every task that has one, by task id.
+    refusals: dict[str, list[Refusal]] = field(default_factory=dict)
+    #: Tasks refused everywhere by each ``kind:name`` (every refusal of a task counts, not only the first).
+    refused: Counter[str] = field(default_factory=Counter)
+    #: Tasks runnable on OSWorld's VM image kept from running here by each program or app.
     missing_programs: Counter[str] = field(default_factory=Counter)
     steps: Counter[str] = field(default_factory=Counter)
     getters: Counter[str] = field(default_factory=Counter)
     metrics: Counter[str] = field(default_factory=Counter)
+    #: Tasks using each ``step:``/``getter:``/``metric:`` name that refuse it.
     unsupported: Counter[str] = field(default_factory=Counter)
-    #: Why each unsupported metric cannot score here (not in OSWorld's package, a package to install).
-    metric_gaps: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    #: Tasks giving each ``metric.option`` that OSWorld's metric never reads (scored all the same).
+    ignored: Counter[str] = field(default_factory=Counter)
 
     def supported_names(self, kind: str) -> list[str]:
-        """Names of `kind` ("step", "getter", "metric") that at least one task can use here."""
+        """Names of `kind` ("step", "getter", "metric") that at least one task can use."""
         counter = {"step": self.steps, "getter": self.getters, "metric": self.metrics}[kind]
         return sorted(n for n, c in counter.items() if self.unsupported[f"{kind}:{n}"] < c)
 
     def unsupported_names(self, kind: str) -> list[str]:
-        """Names of `kind` that some task uses in a way this runner cannot run."""
+        """Names of `kind` that some task uses in a way OSWorld's package or this host cannot run."""
         return sorted(k.split(":", 1)[1] for k in self.unsupported if k.startswith(f"{kind}:"))
 
-    def format(self) -> str:
+    def format(self, *, per_task: bool = False) -> str:
         """A plain-text table for people."""
+        official = (len(surface.step_types()), len(surface.getter_types()), len(surface.metric_types()))
         lines = [
-            f"scorer: {scorer_tag()} (OSWorld's own metric functions)",
-            f"tasks {self.tasks}: runnable here {self.runnable} ({self.runnable - self.infeasible} scored by a "
-            f"metric, {self.infeasible} infeasible), of which need no network {self.offline}",
-            f"runnable with the programs this machine has: {self.local}",
-            "domain: tasks, runnable, scored by a metric, runnable with this machine's programs",
+            f"scorer: {scorer_tag()} (OSWorld's own setup controller, getters and metric functions: "
+            f"{official[0]} step types, {official[1]} getters, {official[2]} metrics)",
+            f"tasks {self.tasks}: runnable here {self.local} ({self.local - self.local_infeasible} scored by a "
+            f"metric, {self.local_infeasible} infeasible){'' if self.network else ' without network'}",
+            f"on OSWorld's VM image: {self.runnable} ({self.runnable - self.infeasible} scored by a metric, "
+            f"{self.infeasible} infeasible), of which need no network {self.offline}",
+            "coverage by domain: tasks | on OSWorld's VM image: metric, infeasible | this machine: metric, infeasible",
         ]
-        for domain, (total, runnable, scored, local) in sorted(self.domains.items()):
-            lines.append(f"  {domain:<40} {total:>4} {runnable:>4} {scored:>4} {local:>4}")
+        for name, d in sorted(self.domains.items()):
+            lines.append(f"  {name:<28} {d.tasks:>4} | {d.vm_metric:>4} {d.vm_infeasible:>4} | "
+                         f"{d.here_metric:>4} {d.here_infeasible:>4}")
         if self.missing_programs:
-            lines.append("programs (or apps to open a file type) missing here: runnable tasks that need each")
+            lines.append("blocked here only (apps, network): tasks runnable on OSWorld's VM image that need each")
             for name, count in self.missing_programs.most_common():
-                lines.append(f"  {name:<40} {count:>4}")
+                lines.append(f"  {name:<48} {count:>4}  {self.reasons[name]}")
+        if self.refused:
+            lines.append("refused everywhere (tasks blocked by each; a task counts under every refusal it has)")
+            for key, count in self.refused.most_common():
+                lines.append(f"  {key:<48} {count:>4}  {self.reasons[key]}")
+        if self.ignored:
+            lines.append("options OSWorld's metric never reads (no refusal: OSWorld scores these tasks the same way)")
+            for key, count in self.ignored.most_common():
+                lines.append(f"  {key:<48} {count:>4}")
         for kind, counter in (("step", self.steps), ("getter", self.getters), ("metric", self.metrics)):
-            lines.append(f"{kind} types: tasks using each, of which unsupported")
+            lines.append(f"{kind} types: tasks using each, of which refused")
             for name, count in counter.most_common():
                 missing = self.unsupported[f"{kind}:{name}"]
                 lines.append(f"  {name:<40} {count:>4} {missing or '':>4}")
-        for name, reason in sorted(self.metric_gaps.items()):
-            lines.append(f"  metric {name}: {reason}")
+        if per_task:
+            lines.append("refusals per task")
+            for task_id, refusals in sorted(self.refusals.items()):
+                lines.append(f"  {task_id}: " + "; ".join(f"{r.key} ({r.scope})" for r in refusals))
         return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything in the report, for tools (``python -m environments.tasks --json``)."""
+        return {
+            "scorer": scorer_tag(),
+            "network": self.network,
+            "tasks": self.tasks,
+            "on_osworld_vm_image": {"runnable": self.runnable, "scored_by_metric": self.runnable - self.infeasible,
+                                    "infeasible": self.infeasible, "offline": self.offline},
+            "this_machine": {"runnable": self.local, "scored_by_metric": self.local - self.local_infeasible,
+                             "infeasible": self.local_infeasible},
+            "domains": {name: asdict(d) for name, d in sorted(self.domains.items())},
+            "refused": dict(self.refused.most_common()),
+            "reasons": dict(sorted(self.reasons.items())),
+            "ignored_options": dict(self.ignored.most_common()),
+            "refusals": {t: [asdict(r) for r in rs] for t, rs in sorted(self.refusals.items())},
+            "usage": {"steps": dict(self.steps), "getters": dict(self.getters), "metrics": dict(self.metrics)},
+        }
 
 
 def support_report(
-    tasks: Iterable[OSWorldTask], *, installed: Callable[[str], bool] = installed_here
+    tasks: Iterable[OSWorldTask], *, installed: Callable[[str], bool] = installed_here, network: bool = True
 ) -> SupportReport:
-    """Count, over `tasks`, how many use each step type, getter and metric, which are
-    runnable, and which of those this machine can run (`installed` says which programs exist)."""
-    report = SupportReport()
+    """Count, over `tasks`, how many use each step type, getter and metric, every refusal of
+    each task, which run on OSWorld's VM image and which on this machine (`installed` says
+    which programs exist here, `network` whether it can download)."""
+    report = SupportReport(network=network)
     for task in tasks:
         report.tasks += 1
-        per_domain = report.domains.setdefault(task.domain or "(none)", [0, 0, 0, 0])
-        per_domain[0] += 1
+        domain = report.domains.setdefault(task.domain or "(none)", _Domain())
+        domain.tasks += 1
         report.steps.update({s.type for s in task.all_steps()})
         calls = task.evaluator.calls()
         report.metrics.update({c.func for c in calls})
         report.getters.update({s.type for c in calls for s in (c.result, c.expected) if s is not None})
-        gaps = task_gaps(task)
-        for gap in gaps:
-            report.unsupported[gap] += 1
-        for call in calls:
-            reason = unsupported_reason(call.func) if call.func != "infeasible" else None
-            if reason is not None:
-                report.metric_gaps.setdefault(call.func, reason)
-        if not gaps:
-            report.runnable += 1
-            per_domain[1] += 1
-            if [c.func for c in calls] == ["infeasible"]:
-                report.infeasible += 1
-            else:
-                per_domain[2] += 1
-            if not _needs_network(task):
-                report.offline += 1
-            missing = sorted(p for p in programs(task) | openers(task) if not installed(p))
-            report.missing_programs.update(missing)
-            if not missing:
-                report.local += 1
-                per_domain[3] += 1
+        report.ignored.update(ignored_options(task))
+        refusals = task_refusals(task, installed=installed, network=network)
+        if refusals:
+            report.refusals[task.id] = refusals
+        for refusal in refusals:
+            report.reasons.setdefault(refusal.key, refusal.reason)
+            if refusal.scope == "everywhere":
+                report.refused[refusal.key] += 1
+            if refusal.kind in ("step", "getter", "metric"):
+                report.unsupported[refusal.key] += 1
+        infeasible = [c.func for c in calls] == ["infeasible"]
+        if any(r.scope == "everywhere" for r in refusals):
+            continue
+        report.runnable += 1
+        report.infeasible += infeasible
+        domain.vm_infeasible += infeasible
+        domain.vm_metric += not infeasible
+        if not _needs_network(task):
+            report.offline += 1
+        if refusals:
+            report.missing_programs.update(r.key for r in refusals)
+            continue
+        report.local += 1
+        report.local_infeasible += infeasible
+        domain.here_infeasible += infeasible
+        domain.here_metric += not infeasible
     return report
-

@@ -74,7 +74,9 @@ def test_support_report_counts(all_tasks, capsys) -> None:
         },
     }.items():
         assert names <= set(report.supported_names(kind)), kind
-    assert {"googledrive", "login"} <= set(report.unsupported_names("step"))
+    # OSWorld's controller has the Google steps; the account files they need are what is missing.
+    assert {"googledrive", "login"} <= set(report.supported_names("step"))
+    assert report.refused["credentials:evaluation_examples/settings/googledrive/settings.yml"] == 8
     # chrome_open_tabs runs through OSWorld's own setup controller when Playwright is installed.
     assert ("chrome_open_tabs" in report.supported_names("step")) == browser_steps.available()
     # Metrics are OSWorld's own functions: the pptx comparison the project never had is here now.
@@ -85,6 +87,9 @@ def test_support_report_counts(all_tasks, capsys) -> None:
     assert 0 < report.offline < report.runnable < report.tasks
     # Every task is either runnable or has named gaps.
     assert report.runnable == sum(1 for t in ubuntu if not task_gaps(t))
+    assert sum(d.vm_metric + d.vm_infeasible for d in report.domains.values()) == report.runnable
+    assert sum(d.vm_infeasible for d in report.domains.values()) == report.infeasible == 29
+    assert sum(d.here_metric + d.here_infeasible for d in report.domains.values()) == report.local
     text = report.format()
     print(text)
     print(support_report(windows).format())
@@ -92,6 +97,7 @@ def test_support_report_counts(all_tasks, capsys) -> None:
     assert (
         "tasks 369: runnable here" in out and "tasks 49: runnable here" in out and "chrome_open_tabs" in out
     )
+    assert "on OSWorld's VM image: " in out and "coverage by domain" in out
 
 
 def test_reference_examples_gaps(all_tasks) -> None:
@@ -123,14 +129,14 @@ def test_command_line_report_skips_bad_files(tmp_path: Path) -> None:
     )
     (tmp_path / "os" / "bad.json").write_text('{"id": "bad"}')
     done = subprocess.run(
-        [sys.executable, "-m", "environments.tasks", str(tmp_path)],
+        [sys.executable, "-m", "environments.tasks", "--offline", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "tasks 1: runnable here 0" in done.stdout and "login" in done.stdout
+    assert "tasks 1: runnable here 0" in done.stdout and "credentials:(none named)" in done.stdout
     assert "skipped:" in done.stderr and "bad.json: required field 'instruction' is missing" in done.stderr
 
 
@@ -153,5 +159,7 @@ def test_programs_and_openers_a_task_needs(all_tasks) -> None:
     everything = support_report(ubuntu, installed=lambda need: True)
     nothing_extra = support_report(ubuntu, installed=lambda need: need != "gimp")
     assert everything.local == everything.runnable and not everything.missing_programs
-    assert nothing_extra.missing_programs == {"gimp": nothing_extra.runnable - nothing_extra.local}
-    assert "runnable with the programs this machine has" in nothing_extra.format()
+    assert nothing_extra.missing_programs == {"program:gimp": nothing_extra.runnable - nothing_extra.local}
+    assert "blocked here only (apps, network)" in nothing_extra.format()
+    offline = support_report(ubuntu, installed=lambda need: True, network=False)
+    assert offline.runnable == everything.runnable and offline.local == offline.offline < offline.runnable
