@@ -85,6 +85,9 @@ class WorkerFacts:
     open_by_exec: bool = False
     #: Whether the coding agent can run programs here at all.
     code_agent: bool = True
+    #: Why scores from here are not comparable with OSWorld's leaderboard (other app builds);
+    #: None where they are (OSWorld's own images). Results are labelled with it.
+    leaderboard_note: str | None = None
 
 
 class Environment(ABC):
@@ -150,6 +153,14 @@ class Environment(ABC):
     async def worker_facts(self) -> WorkerFacts:
         """What the worker should be told about this environment."""
         return WorkerFacts()
+
+    async def start_recording(self) -> bool:
+        """Start an mp4 recording of the screen; False where this environment cannot record."""
+        return False
+
+    async def end_recording(self) -> bytes:
+        """Stop the recording `start_recording` began and return the mp4's bytes."""
+        raise EnvError(f"{type(self).__name__} {self.name} records no video")
 
     async def accessibility_tree(self) -> str | None:
         """The platform's own element tree as text (OSWorld's AT-SPI XML on desktops,

@@ -22,6 +22,7 @@ from core.trajectory import RunLayout, Task, TaskResult
 from environments.tasks import SUITE_DIR, load_task_list, task_gaps
 from environments.tasks.convert import to_core_task
 
+from .comparability import record_environment
 from .config import RunConfig
 from .executors import open_environments
 from .metrics import BenchMetrics, compute_metrics, write_metrics
@@ -171,11 +172,15 @@ async def _run(cfg: RunConfig, pending: list[Task], layout: RunLayout, models: M
     try:
         async with open_environments(cfg, size=width * max(concurrency, 1), hide=hide,
                                      run_id=layout.run_id) as pool:
-            if layout.read_config() is None:
-                env = await pool.acquire()
-                shown = await settled_config(cfg, env)
+            env = await pool.acquire()
+            try:
+                facts = await env.worker_facts()  # the run's label comes from its environment
+                await asyncio.to_thread(record_environment, layout, facts)
+                if layout.read_config() is None:
+                    shown = await settled_config(cfg, env)
+                    await asyncio.to_thread(layout.write_config, dump_config(shown))
+            finally:
                 pool.release(env)
-                await asyncio.to_thread(layout.write_config, dump_config(shown))
 
             def make_run(task: Task) -> TaskRun:
                 return TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger)

@@ -23,6 +23,7 @@ from core.trajectory import RunLayout, Task, TaskResult, check_name
 from environments.tasks import SUITE_DIR, TaskError
 
 from .bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
+from .comparability import label_line
 from .config import RunConfig, load_run_config
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo_suite
 from .executors import check_executor
@@ -151,6 +152,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         console.print(f"[bold]resumed[/bold]: {len(done.kept)} tasks kept from before, {len(done.ran)} run now")
     assert done.metrics is not None
     console.print(format_metrics(done.metrics), markup=False)
+    console.print(f"[bold yellow]{escape(label_line(layout))}[/bold yellow]")
     write_report(layout)
     if export is not None:
         exported = export_osworld(layout, export, domains=bench.domains)
@@ -315,6 +317,7 @@ def metrics_command(run_dir: Annotated[Path, typer.Argument(help="A run folder."
     metrics = compute_metrics(layout, manifest.domains if manifest else None)
     write_metrics(layout, metrics)
     typer.echo(format_metrics(metrics))
+    typer.echo(label_line(layout))
 
 
 @app.command("export")

@@ -136,6 +136,9 @@ class RolloutConfig(_Section):
     """Dollars the rollout's model calls may cost before it ends as ``cost_limit``."""
     max_wait_seconds: float = Field(default=60.0, gt=0)
     """Cap on one ``wait`` action."""
+    record: bool = False
+    """Record each rollout's screen as ``recording.mp4`` in its folder (from the end of the
+    task's setup to the end of its scoring) on environments that can; `report.html` links it."""
 
 
 class CriticConfig(_Section):

@@ -25,7 +25,8 @@ from typing import Any
 from core.atomic import write_json_atomic
 from core.llm import CallRecord, Ledger
 from core.trajectory import RunLayout, TaskResult
-from environments.tasks.official import scorer_tag
+
+from .comparability import label_fields
 
 __all__ = [
     "AGENT_MODULES",
@@ -192,8 +193,9 @@ def compute_metrics(layout: RunLayout, domains: dict[str, str] | None = None) ->
 def write_metrics(layout: RunLayout, metrics: BenchMetrics) -> Path:
     path = layout.path / SUMMARY_FILE
     layout.path.mkdir(parents=True, exist_ok=True)
-    # Scores are only comparable under the same scorer: OSWorld's own functions, this version.
-    data = {**metrics.to_json(), "scorer": scorer_tag()}
+    # Scores are only comparable under the same scorer (OSWorld's own functions, this version)
+    # and on the same apps: the environment's label says whether they are the leaderboard's.
+    data = {**metrics.to_json(), **label_fields(layout)}
     write_json_atomic(path, data, durable=layout.durable)
     return path
 

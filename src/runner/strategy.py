@@ -26,6 +26,7 @@ from .environments import EnvironmentPool
 from .guided import guide_models, guided_config, make_chooser, tree_source
 from .models import ModelSet, make_worker, settled_config, spent_by
 from .outcomes import RolloutResult
+from .recording import recorded
 from .rollout import Rollout, StepHook
 
 __all__ = [
@@ -108,14 +109,15 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
         hooks=run.hooks,
         chooser=make_chooser(run.config, worker, guide_model, seed=seed, pointer=pointer, tree=tree_source(env)),
     )
-    result = await rollout.run()
-    if result.status in ("environment_lost", "errored"):
-        return RolloutOutcome(k, result, None, None)
-    try:
-        score = await env.score_task(task, cache, last_action=result.last_action)
-    except EnvError as e:
-        _log.warning("evaluating %s rollout %d failed: %s", task.id, k, e)
-        return RolloutOutcome(k, result, None, str(e))
+    async with recorded(env, rd.path, enabled=run.config.rollout.record):
+        result = await rollout.run()
+        if result.status in ("environment_lost", "errored"):
+            return RolloutOutcome(k, result, None, None)
+        try:
+            score = await env.score_task(task, cache, last_action=result.last_action)
+        except EnvError as e:
+            _log.warning("evaluating %s rollout %d failed: %s", task.id, k, e)
+            return RolloutOutcome(k, result, None, str(e))
     if score is not None:
         header = await asyncio.to_thread(rd.read_info)
         if header is not None:

@@ -126,6 +126,12 @@ class LocalEnvironment(Environment):
     async def score_task(self, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
         return await tasking.score(self, task, cache_dir, last_action=last_action)
 
+    async def start_recording(self) -> bool:
+        return await self._guard(self._inner.start_recording)
+
+    async def end_recording(self) -> bytes:
+        return await self._guard(self._inner.end_recording)
+
     async def worker_facts(self) -> WorkerFacts:
         return tasking.facts(self)
 

@@ -59,6 +59,12 @@ async def accessibility_tree(env: LocalEnvironment) -> str | None:
         return await client.accessibility_tree()
 
 
+#: A local desktop runs Debian's builds of OSWorld's apps and Chromium where tasks name Chrome
+#: (`environments.server.app_names`), so its scores are not the leaderboard's.
+LEADERBOARD_NOTE = "not leaderboard-comparable (Debian app versions, Chromium for Chrome)"
+
+
 def facts(env: LocalEnvironment) -> WorkerFacts:
     """Apps run as the desktop's unprivileged account and open as programs (no launcher)."""
-    return WorkerFacts(user_name=env.info.user, home=env.info.home, open_by_exec=True)
+    return WorkerFacts(user_name=env.info.user, home=env.info.home, open_by_exec=True,
+                       leaderboard_note=LEADERBOARD_NOTE)

@@ -130,6 +130,17 @@ class OSWorldClient:
             raise ServerError(path, response.status_code, response.text)
         return data
 
+    # -- recording ---------------------------------------------------------------------------
+
+    async def start_recording(self) -> None:
+        """``POST /start_recording``: the server starts an mp4 of its screen (one at a time)."""
+        await self._request("POST", "/start_recording", idempotent=False, timeout=30.0)
+
+    async def end_recording(self) -> bytes:
+        """``POST /end_recording``: stop the recording and return the mp4's bytes."""
+        response = await self._request("POST", "/end_recording", idempotent=False, timeout=60.0)
+        return response.content
+
     # -- reading the screen ------------------------------------------------------------------
 
     async def screenshot(self) -> bytes:

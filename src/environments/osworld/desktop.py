@@ -110,6 +110,17 @@ class OSWorldDesktop(Environment):
     async def accessibility_tree(self) -> str | None:
         return await self.client.accessibility_tree()
 
+    async def start_recording(self) -> bool:
+        """The server's ``/start_recording``; a server without it (an old image) cannot record."""
+        try:
+            await self.client.start_recording()
+        except EndpointMissing:
+            return False
+        return True
+
+    async def end_recording(self) -> bytes:
+        return await self.client.end_recording()
+
     async def worker_facts(self) -> WorkerFacts:
         return self._facts
 

@@ -14,6 +14,7 @@ from core.llm import CallRecord, Ledger, ModuleTotals
 from core.trajectory import RolloutInfo, RunLayout, Selection, Step, TaskDir, TaskResult
 from themis import load_verdict, summarize
 
+from ..comparability import label_fields, label_line, read_label
 from ..module_errors import ErrorTally, count_run
 from .guide import GuideView, guide_view
 from .images import ImagePaths, step_images
@@ -80,6 +81,10 @@ class RunView:
     """Records per module that say the module failed for good (`module_errors`)."""
     models: list[ModuleModels] = field(default_factory=list)
     """Each module's model, as configured and as called (`models`)."""
+    scoring: str | None = None
+    """The scorer and, when the environment says so, why scores are not leaderboard-comparable
+    (`comparability`); None for a run that recorded no environment."""
+    comparable: bool = True
 
 
 def module_totals(records: list[CallRecord]) -> dict[str, ModuleTotals]:
@@ -176,6 +181,9 @@ def collect_run(layout: RunLayout) -> RunView:
     view = RunView(run_id=layout.run_id, path=layout.path, label=label, modules=module_totals(records))
     view.tasks = [_task(layout, t, records, label) for t in layout.task_ids()]
     view.errors = count_run(layout)
+    if read_label(layout) is not None:
+        view.scoring = label_line(layout)
+        view.comparable = bool(label_fields(layout).get("leaderboard_comparable"))
     view.models = module_models(config, records)
     policy = config.get("policy")
     models = {r.model for r in records} | ({str(policy.get("model"))} if isinstance(policy, dict) else set())

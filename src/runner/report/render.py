@@ -185,6 +185,9 @@ def render_report(view: RunView) -> str:
     """The whole page for `view`."""
     banner = ('<p><span class="badge scripted">SCRIPTED</span> Some replies in this run came from a script, not a '
               f"model{': ' + escape(view.label) if view.label else ''}.</p>") if view.scripted else ""
+    if view.scoring is not None:
+        klass = "" if view.comparable else ' class="error"'
+        banner += f'<p id="scoring"{klass}><b>{escape(view.scoring)}</b></p>'
     body = "".join(_task(t) for t in view.tasks) or "<p>This run has no task folders.</p>"
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
