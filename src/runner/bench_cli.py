@@ -40,7 +40,7 @@ from .metrics import compute_metrics, format_metrics, write_metrics
 from .models import build_models
 from .models_cli import check_models
 from .module_errors import summarize_errors
-from .osworld_export import export_osworld
+from .osworld_export import ExportError, export_osworld
 from .presets import with_preset
 from .pricing import check_prices, unpriced_line
 from .report import write_report
@@ -155,8 +155,11 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
     console.print(f"[bold yellow]{escape(label_line(layout))}[/bold yellow]")
     write_report(layout)
     if export is not None:
-        exported = export_osworld(layout, export, domains=bench.domains)
-        console.print(f"[bold]exported[/bold] {len(exported.written)} tasks to {export}")
+        try:
+            exported = export_osworld(layout, export, domains=bench.domains)
+        except ExportError as e:
+            raise _fail(str(e)) from None
+        console.print(f"[bold]exported[/bold] {len(exported.written)} tasks to {exported.folder}")
     if cfg.policy.model.startswith("scripted/") or (cfg.label and "scripted" in cfg.label.lower()):
         console.print("[bold yellow]SCRIPTED[/bold yellow] replies came from a script, not a model")
     module_status = summarize_errors(console, layout, cfg.max_module_error_share)
@@ -331,8 +334,14 @@ def export_command(
     """Write each task's selected rollout in OSWorld's results layout."""
     layout = _layout(run_dir)
     manifest = read_manifest(layout)
-    report = export_osworld(layout, root, domains=manifest.domains if manifest else None, model=model,
-                            action_space=action_space, observation_type=observation_type)
+    try:
+        report = export_osworld(layout, root, domains=manifest.domains if manifest else None, model=model,
+                                action_space=action_space, observation_type=observation_type)
+    except ExportError as e:
+        raise _fail(str(e)) from None
     for task_id, why in sorted(report.skipped.items()):
         typer.echo(f"skipped {task_id}: {why}")
-    typer.echo(f"exported {len(report.written)} tasks to {root}")
+    for task_id, why in sorted(report.without_trajectory.items()):
+        typer.echo(f"scored 0 without a trajectory {task_id}: {why}")
+    typer.echo(f"exported {len(report.written)} tasks to {report.folder}")
+    typer.echo(label_line(layout))

@@ -36,9 +36,11 @@ __all__ = [
     "GroupMetrics",
     "ModuleCost",
     "compute_metrics",
+    "domain_of",
     "format_metrics",
     "group_metrics",
     "read_metrics",
+    "selected_score",
     "write_metrics",
 ]
 
@@ -98,7 +100,13 @@ class BenchMetrics:
                 "modules": {m: asdict(c) for m, c in self.modules.items()}}
 
 
-def _selected_score(result: TaskResult) -> float:
+def domain_of(domains: dict[str, str], task_id: str) -> str:
+    """The domain a task is counted under (``other`` when the run named none)."""
+    return domains.get(task_id, "other")
+
+
+def selected_score(result: TaskResult) -> float:
+    """The task's score as the run counts it: the pick's (one rollout: its), else 0."""
     if result.selected is not None:
         return result.selected_score or 0.0
     if len(result.scores) == 1:
@@ -113,7 +121,7 @@ def group_metrics(results: list[TaskResult]) -> GroupMetrics:
         return g
     for r in results:
         scores = [s or 0.0 for s in r.scores.values()] or [0.0]
-        g.selected += _selected_score(r)
+        g.selected += selected_score(r)
         g.mean_rollout += sum(scores) / len(scores)
         g.pass_at_n += max(scores)
         wins = [_success(s) for s in r.scores.values()]
@@ -180,7 +188,7 @@ def compute_metrics(layout: RunLayout, domains: dict[str, str] | None = None) ->
             results[task_id] = result
     by_domain: dict[str, list[TaskResult]] = defaultdict(list)
     for task_id, result in results.items():
-        by_domain[domains.get(task_id, "other")].append(result)
+        by_domain[domain_of(domains, task_id)].append(result)
     records = Ledger.read(layout.ledger_path) if layout.ledger_path.exists() else []
     return BenchMetrics(
         overall=group_metrics(list(results.values())),

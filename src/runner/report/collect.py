@@ -16,6 +16,7 @@ from themis import load_verdict, summarize
 
 from ..comparability import label_fields, label_line, read_label
 from ..module_errors import ErrorTally, count_run
+from ..recording import RECORDING_ERROR_FILE, RECORDING_FILE
 from .guide import GuideView, guide_view
 from .images import ImagePaths, step_images
 from .models import ModuleModels, module_models
@@ -52,6 +53,10 @@ class RolloutView:
     """Each saved critic verdict (``critic-<name>.json``) told in lines (`themis.summarize`)."""
     narrative_error: str | None = None
     """Why some of this rollout's transitions have no facts (the narrator's calls failed)."""
+    recording: str | None = None
+    """The rollout's screen recording (``recording.mp4``), relative to the run folder."""
+    recording_error: str | None = None
+    """Why a recording was asked for but not saved."""
 
     @property
     def seconds(self) -> float | None:
@@ -123,6 +128,14 @@ def _steps(task_dir: TaskDir, k: int, facts: list[list[str]], root: Path) -> lis
     return out
 
 
+def _recording(rollout: Path, root: Path) -> dict[str, str | None]:
+    video, note = rollout / RECORDING_FILE, rollout / RECORDING_ERROR_FILE
+    return {
+        "recording": video.relative_to(root).as_posix() if video.is_file() else None,
+        "recording_error": note.read_text(errors="replace").strip() if note.is_file() else None,
+    }
+
+
 def _seconds(step: Step) -> float:
     t = step.timings
     return t.propose + t.execute + t.settle
@@ -162,6 +175,7 @@ def _task(layout: RunLayout, task_id: str, records: list[CallRecord], label: str
             modules=module_totals(of_k),
             critics=_critics(task_dir.rollout(k).path),
             narrative_error=narrative.error if narrative else None,
+            **_recording(task_dir.rollout(k).path, layout.path),
         ))
     return TaskView(
         task_id=task_id,

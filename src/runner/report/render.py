@@ -147,8 +147,19 @@ def _rollout(view: RolloutView, score: float | None) -> str:
     narrator = (f'<div class="error"><b>narrator failed</b>: {escape(view.narrative_error)}</div>'
                 if view.narrative_error else "")
     return (f'<div class="{klass}" id="rollout-{view.index}">' + "".join(head)
-            + "<br>".join(facts) + narrator + "".join(_critic(lines) for lines in view.critics)
+            + "<br>".join(facts) + narrator + _recording(view) + "".join(_critic(lines) for lines in view.critics)
             + "".join(_step(s) for s in view.steps) + "</div>")
+
+
+def _recording(view: RolloutView) -> str:
+    """The rollout's screen recording: a player and a link to the mp4 (or why there is none)."""
+    if view.recording is not None:
+        src = escape(view.recording, quote=True)
+        return (f'<div class="recording"><video controls preload="none" width="400" src="{src}"></video>'
+                f'<br><a href="{src}">recording.mp4</a></div>')
+    if view.recording_error is not None:
+        return f'<div class="error"><b>no recording</b>: {escape(view.recording_error)}</div>'
+    return ""
 
 
 def _critic(lines: list[str]) -> str:
