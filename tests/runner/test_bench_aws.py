@@ -173,6 +173,9 @@ def test_bench_osworld_on_an_ec2_fleet_through_connect_via(tmp_path: Path, moto_
         assert header["environment"].startswith("aws-")
     summary = json.loads((run / "summary.json").read_text())
     assert summary["overall"]["tasks"] == 2 and summary["overall"]["selected"] == 1.0
+    # An OSWorld VM (the AWS fleet) runs OSWorld's image: its results carry no "not comparable" note.
+    assert summary["leaderboard_comparable"] is True and summary["comparability_note"] is None
+    assert summary["scorer"] == "desktop-env 1.0.2" and "not leaderboard-comparable" not in done.stdout
 
     # The fleet launched one instance, relaunched it for the second task (a revert), and
     # terminated everything it launched; each instance carries the run and its task.

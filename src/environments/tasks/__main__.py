@@ -1,4 +1,4 @@
-"""``python -m environments.tasks [--json] [--per-task] [--network|--offline] DIR [DIR ...]``:
+"""``python -m environments.tasks [--json] [--per-task] [--network|--offline] [--platform P] DIR ...``:
 which tasks of OSWorld-style folders run, on OSWorld's VM image and on this machine."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import json
 import socket
 import sys
 import threading
+from pathlib import Path
 
 from environments.tasks.errors import TaskFileError
 from environments.tasks.loader import iter_task_files, load_task
@@ -45,6 +46,9 @@ def main(argv: list[str]) -> int:
     net.add_argument("--network", dest="network", action="store_true", default=None,
                      help="count this machine as able to download the tasks' files")
     net.add_argument("--offline", dest="network", action="store_false", help="count this machine as offline")
+    parser.add_argument("--platform", choices=("ubuntu", "windows"), default=None,
+                        help="the tasks' operating system (default: windows for a folder named like "
+                             "OSWorld's examples_windows, else ubuntu)")
     args = parser.parse_args(argv)
     if not args.dirs:
         print("usage: python -m environments.tasks [--json] [--per-task] [--network|--offline] "
@@ -58,8 +62,9 @@ def main(argv: list[str]) -> int:
             except TaskFileError as exc:
                 print(f"skipped: {exc}", file=sys.stderr)
     network = _online() if args.network is None else args.network
+    platform = args.platform or ("windows" if all("windows" in Path(d).name for d in args.dirs) else "ubuntu")
     try:
-        report = support_report(tasks, network=network)
+        report = support_report(tasks, network=network, platform=platform)
     except MissingScorer as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -106,13 +106,21 @@ def _settings_present(name: str, task: OSWorldTask) -> bool:
     return path.is_file() if path.is_absolute() else any((p / path).is_file() for p in places)
 
 
+#: The operating system of this machine's desktops (local desktops are Linux: OSWorld's "Ubuntu").
+HERE_PLATFORM = "ubuntu"
+
+
 def task_refusals(
-    task: OSWorldTask, *, installed: Callable[[str], bool] | None = None, network: bool = True
+    task: OSWorldTask, *, installed: Callable[[str], bool] | None = None, network: bool = True,
+    platform: str = HERE_PLATFORM,
 ) -> list[Refusal]:
     """Everything that keeps `task` from running, each once. `installed` says which programs
-    exist here (default: look on this machine); `network` whether it can download."""
+    exist here (default: look on this machine); `network` whether it can download; `platform`
+    is the task set's operating system (OSWorld's ``examples_windows`` are ``windows``)."""
     installed = installed or installed_here
     out: list[Refusal] = []
+    if platform != HERE_PLATFORM:
+        out.append(Refusal("platform", platform, f"a {platform} task; this machine's desktops run Linux", "here"))
     for step in task.all_steps():
         out += _feature_refusals("step", step.type, surface.step_types())
     for call in task.evaluator.calls():
@@ -361,7 +369,8 @@ class SupportReport:
 
 
 def support_report(
-    tasks: Iterable[OSWorldTask], *, installed: Callable[[str], bool] = installed_here, network: bool = True
+    tasks: Iterable[OSWorldTask], *, installed: Callable[[str], bool] = installed_here, network: bool = True,
+    platform: str = HERE_PLATFORM,
 ) -> SupportReport:
     """Count, over `tasks`, how many use each step type, getter and metric, every refusal of
     each task, which run on OSWorld's VM image and which on this machine (`installed` says
@@ -376,7 +385,7 @@ def support_report(
         report.metrics.update({c.func for c in calls})
         report.getters.update({s.type for c in calls for s in (c.result, c.expected) if s is not None})
         report.ignored.update(ignored_options(task))
-        refusals = task_refusals(task, installed=installed, network=network)
+        refusals = task_refusals(task, installed=installed, network=network, platform=platform)
         if refusals:
             report.refusals[task.id] = refusals
         for refusal in refusals:

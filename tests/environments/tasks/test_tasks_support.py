@@ -93,6 +93,9 @@ def test_support_report_counts(all_tasks, capsys) -> None:
     text = report.format()
     print(text)
     print(support_report(windows).format())
+    on_windows = support_report(windows, installed=lambda _: True, platform="windows")
+    assert on_windows.local == 0 < on_windows.runnable  # OSWorld's Windows image, never these Linux desktops
+    assert on_windows.missing_programs["platform:windows"] == on_windows.runnable
     out = capsys.readouterr().out
     assert (
         "tasks 369: runnable here" in out and "tasks 49: runnable here" in out and "chrome_open_tabs" in out
