@@ -112,6 +112,14 @@ class EnvironmentHost:
         """The environment's element tree (GUI-PRA's perception)."""
         return await self._env(name).accessibility_tree()
 
+    async def start_recording(self, name: str) -> bool:
+        """Start recording the environment's screen (``rollout.record``); False if it cannot."""
+        return await self._env(name).start_recording()
+
+    async def end_recording(self, name: str) -> bytes:
+        """Stop the recording and send the mp4 back to the driver."""
+        return await self._env(name).end_recording()
+
     async def prepare(self, name: str, task: Task, key: str) -> dict[str, bytes]:
         """Revert and set the task up; returns the files the setup left in its cache."""
         cache = self._fresh_cache(name, key)

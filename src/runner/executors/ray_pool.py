@@ -147,6 +147,13 @@ class RemoteEnvironment(Environment):
         tree: str | None = await self.call("accessibility_tree")
         return tree
 
+    async def start_recording(self) -> bool:
+        return bool(await self.call("start_recording"))
+
+    async def end_recording(self) -> bytes:
+        video: bytes = await self.call("end_recording")
+        return video
+
 
 def _cache_key(task: Task, cache_dir: Path) -> str:
     return f"{task.id}/{cache_dir.name}"
