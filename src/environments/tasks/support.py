@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 from environments.server.app_names import program_available
 from environments.tasks import official_surface as surface
 from environments.tasks.model import OSWorldTask
-from environments.tasks.official import scorer_tag
+from environments.tasks.official import OFFICIAL_PACKAGE, MissingScorer, scorer_tag
 
 __all__ = [
     "Refusal",
@@ -106,21 +106,9 @@ def _settings_present(name: str, task: OSWorldTask) -> bool:
     return path.is_file() if path.is_absolute() else any((p / path).is_file() for p in places)
 
 
-#: The operating system of this machine's desktops (local desktops are Linux: OSWorld's "Ubuntu").
-HERE_PLATFORM = "ubuntu"
-
-
-def task_refusals(
-    task: OSWorldTask, *, installed: Callable[[str], bool] | None = None, network: bool = True,
-    platform: str = HERE_PLATFORM,
-) -> list[Refusal]:
-    """Everything that keeps `task` from running, each once. `installed` says which programs
-    exist here (default: look on this machine); `network` whether it can download; `platform`
-    is the task set's operating system (OSWorld's ``examples_windows`` are ``windows``)."""
-    installed = installed or installed_here
+def _official_refusals(task: OSWorldTask) -> list[Refusal]:
+    """What OSWorld's package (or a Python package its code needs on this host) refuses of `task`."""
     out: list[Refusal] = []
-    if platform != HERE_PLATFORM:
-        out.append(Refusal("platform", platform, f"a {platform} task; this machine's desktops run Linux", "here"))
     for step in task.all_steps():
         out += _feature_refusals("step", step.type, surface.step_types())
     for call in task.evaluator.calls():
@@ -136,6 +124,28 @@ def task_refusals(
         for spec in (call.result, call.expected):
             if spec is not None:
                 out += _feature_refusals("getter", spec.type, surface.getter_types())
+    return out
+
+
+#: The operating system of this machine's desktops (local desktops are Linux: OSWorld's "Ubuntu").
+HERE_PLATFORM = "ubuntu"
+
+
+def task_refusals(
+    task: OSWorldTask, *, installed: Callable[[str], bool] | None = None, network: bool = True,
+    platform: str = HERE_PLATFORM,
+) -> list[Refusal]:
+    """Everything that keeps `task` from running, each once. `installed` says which programs
+    exist here (default: look on this machine); `network` whether it can download; `platform`
+    is the task set's operating system (OSWorld's ``examples_windows`` are ``windows``)."""
+    installed = installed or installed_here
+    out: list[Refusal] = []
+    if platform != HERE_PLATFORM:
+        out.append(Refusal("platform", platform, f"a {platform} task; this machine's desktops run Linux", "here"))
+    try:
+        out += _official_refusals(task)
+    except MissingScorer as exc:  # without the package nothing can be set up or scored
+        out.append(Refusal("scorer", OFFICIAL_PACKAGE, str(exc), "everywhere"))
     for name in sorted(_settings_files(task)):
         if not _settings_present(name, task):
             out.append(Refusal("credentials", name or "(none named)",
@@ -159,7 +169,11 @@ def task_refusals(
 def ignored_options(task: OSWorldTask) -> list[str]:
     """``metric.key`` for each option a task gives that OSWorld's metric never reads: OSWorld
     scores the task all the same (its ``**options`` swallows it), so this is no refusal."""
-    found = []
+    found: list[str] = []
+    try:
+        surface.metric_types()
+    except MissingScorer:
+        return found
     for call in task.evaluator.calls():
         if call.func in surface.metric_types():
             keys = surface.metric_option_keys(call.func)
@@ -313,10 +327,13 @@ class SupportReport:
 
     def format(self, *, per_task: bool = False) -> str:
         """A plain-text table for people."""
-        official = (len(surface.step_types()), len(surface.getter_types()), len(surface.metric_types()))
+        try:
+            official = (f"{len(surface.step_types())} step types, {len(surface.getter_types())} getters, "
+                        f"{len(surface.metric_types())} metrics")
+        except MissingScorer as exc:
+            official = f"not installed: {exc}"
         lines = [
-            f"scorer: {scorer_tag()} (OSWorld's own setup controller, getters and metric functions: "
-            f"{official[0]} step types, {official[1]} getters, {official[2]} metrics)",
+            f"scorer: {scorer_tag()} (OSWorld's own setup controller, getters and metric functions: {official})",
             f"tasks {self.tasks}: runnable here {self.local} ({self.local - self.local_infeasible} scored by a "
             f"metric, {self.local_infeasible} infeasible){'' if self.network else ' without network'}",
             f"on OSWorld's VM image: {self.runnable} ({self.runnable - self.infeasible} scored by a metric, "

@@ -106,3 +106,27 @@ def test_command_line_json(tmp_path: Path) -> None:
     assert data["scorer"] == "desktop-env 1.0.2" and data["network"] is False
     assert [r["name"] for r in data["refusals"]["t"] if r["kind"] == "option"] == ["exact_match.a", "exact_match.b"]
     assert data["on_osworld_vm_image"]["runnable"] == 0
+
+
+def test_without_the_official_package_every_task_is_refused_in_one_line(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from environments.tasks import official
+
+    def missing() -> None:
+        raise official.MissingScorer("OSWorld's scorer is not installed: pip install 'agent-s3[osworld]'")
+
+    caches = [surface.desktop_env_dir, surface.step_types, surface.getter_types, surface.metric_types,
+              surface.metric_option_keys, official.metric_modules]
+    for cached in caches:
+        cached.cache_clear()
+    monkeypatch.setattr(official, "_metrics_dir", missing)
+    try:
+        task = _task(func="exact_match", result={"type": "vm_command_line", "command": "true"},
+                     expected={"type": "rule", "rules": {"expected": ""}})
+        assert task_gaps(task) == ["scorer:desktop-env"]
+        report = support_report([task], installed=lambda _: True)
+        assert report.runnable == 0 and "not installed: OSWorld's scorer is not installed" in report.format()
+        assert "pip install 'agent-s3[osworld]'" in report.reasons["scorer:desktop-env"]
+    finally:
+        monkeypatch.undo()
+        for cached in caches:
+            cached.cache_clear()
