@@ -130,3 +130,15 @@ def test_without_the_official_package_every_task_is_refused_in_one_line(monkeypa
         monkeypatch.undo()
         for cached in caches:
             cached.cache_clear()
+
+
+def test_every_missing_package_of_a_feature_is_named() -> None:
+    feature = surface.Feature("m", "evaluators/metrics/x.py", "m", frozenset({"json", "nope_pkg_b", "nope_pkg_a"}))
+    assert surface.missing_packages(feature) == ["nope_pkg_a", "nope_pkg_b"]
+    # The one official metric whose module needs torch's OCR, named with what to install.
+    ocr = surface.metric_types()["compare_image_text"]
+    assert "easyocr" in ocr.packages
+    task = _task(func="compare_image_text", result={"type": "vm_file", "path": "/a.png", "dest": "a.png"},
+                 expected={"type": "rule", "rules": {"type": "text", "text": "x"}})
+    keys = [r.key for r in task_refusals(task, installed=lambda _: True)]
+    assert keys == ([] if surface.missing_packages(ocr) == [] else ["package:easyocr (metric compare_image_text)"])
