@@ -22,7 +22,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from environments.tasks.official import MissingScorer, metric_modules, scorer_tag
+from environments.tasks import official
+from environments.tasks.official import _DISTRIBUTIONS, MissingScorer, metric_modules, scorer_tag
 
 __all__ = [
     "Feature",
@@ -33,24 +34,6 @@ __all__ = [
     "missing_packages",
     "step_types",
 ]
-
-#: Import names whose PyPI distribution is named differently (what to ``pip install``).
-_DISTRIBUTIONS = {
-    "docx": "python-docx",
-    "pptx": "python-pptx",
-    "fitz": "pymupdf",
-    "cv2": "opencv-python-headless",
-    "skimage": "scikit-image",
-    "odf": "odfpy",
-    "acoustid": "pyacoustid",
-    "yaml": "PyYAML",
-    "dotenv": "python-dotenv",
-    "pydrive": "PyDrive",
-    "PIL": "Pillow",
-    "bs4": "beautifulsoup4",
-    "sklearn": "scikit-learn",
-    "Levenshtein": "python-Levenshtein",
-}
 
 
 @dataclass(frozen=True)
@@ -70,9 +53,7 @@ class Feature:
 @functools.cache
 def desktop_env_dir() -> Path:
     """The installed package's folder (the version check is `official`'s)."""
-    from environments.tasks.official import _metrics_dir
-
-    return _metrics_dir().parent.parent
+    return official._metrics_dir().parent.parent
 
 
 @dataclass(frozen=True)
@@ -196,7 +177,7 @@ def _installed(package: str) -> bool:
 
 
 def missing_packages(feature: Feature) -> list[str]:
-    """The PyPI names of the packages `feature` needs that are not installed here, sorted."""
+    """The PyPI names (`official`'s map of import names to distributions) of the packages `feature` needs that are not installed here, sorted."""
     return sorted(_DISTRIBUTIONS.get(p, p) for p in feature.packages if not _installed(p))
 
 
