@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -101,6 +102,8 @@ class NetnsCluster:
     subnet: str
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
     nodes: list[Node] = field(default_factory=list)
+    #: Ray's session folder: short, since Ray's socket paths must fit in 107 bytes.
+    ray_dir: Path | None = None
 
     @property
     def bridge(self) -> str:
@@ -139,6 +142,7 @@ class NetnsCluster:
         fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_hex(32))
+        self.ray_dir = Path(tempfile.mkdtemp(prefix="as3ray-", dir="/tmp"))
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
@@ -162,7 +166,7 @@ class NetnsCluster:
                   "--disable-usage-stats"]
         if node.head:
             argv = [str(RAY), "start", "--head", "--port", str(HEAD_PORT), "--include-dashboard=false",
-                    "--temp-dir", str(self.root / "ray"), *common]
+                    "--temp-dir", str(self.ray_dir), *common]
         else:
             argv = [str(RAY), "start", "--address", self.ray_address, *common]
         done = subprocess.run(node.command(argv), env=self.env(node), capture_output=True, text=True, timeout=120)
@@ -198,6 +202,8 @@ class NetnsCluster:
                 _ip("netns", "del", node.netns)
         with suppress(subprocess.CalledProcessError):
             _ip("link", "del", self.bridge)
+        if self.ray_dir is not None and not problems:
+            shutil.rmtree(self.ray_dir, ignore_errors=True)
         if problems:
             raise RuntimeError("; ".join(problems))
 
