@@ -232,3 +232,15 @@ def test_a_killed_node_has_its_rollout_redone_on_the_other(ray_nodes: NetnsClust
     assert json.loads((run / TASK / "selection.json").read_text())["chosen"] in (0, 1)
     assert "errors: none" in out
     print(f"rollouts redone: 1; redone attempt started {headers[lost]['started_at'] - killed_at:.1f} s after the kill")
+
+
+def test_a_driver_without_the_cluster_token_is_refused_in_one_line(ray_nodes: NetnsCluster, tmp_path: Path) -> None:
+    cluster = ray_nodes
+    env = {k: v for k, v in cluster.env(cluster.head).items() if not k.startswith("RAY_AUTH")}
+    env["RAY_gcs_server_port_wait_time_s"] = "2"  # Ray's tries to reach the GCS: 2, not 10
+    done = subprocess.run(_driver(cluster, tmp_path / "runs", "no-token"), env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the Ray cluster at") and "RAY_AUTH_TOKEN_PATH" in last
+    assert not _headers(tmp_path / "runs" / "no-token")
