@@ -30,10 +30,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["HEAD_PORT", "NetnsCluster", "Node", "netns_missing", "two_node_cluster"]
+__all__ = ["CLIENT_PORT", "HEAD_PORT", "NetnsCluster", "Node", "netns_missing", "two_node_cluster"]
 
-#: The head's GCS port: the one address every other node and driver is given.
+#: The head's GCS port: the one address every other node and driver on a node is given.
 HEAD_PORT = 6379
+#: The head's Ray Client port, for drivers on no node of the cluster (``ray://HEAD:10001``).
+CLIENT_PORT = 10001
 RAY = Path(sys.executable).with_name("ray")
 #: Ray's node health checks, fast enough that a killed node is declared dead in seconds
 #: (the defaults take about half a minute); read by the head's GCS from its environment.
@@ -102,6 +104,8 @@ class NetnsCluster:
     subnet: str
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
     nodes: list[Node] = field(default_factory=list)
+    #: Shorten Ray's node health checks (`FAST_HEALTH`); False keeps Ray's defaults.
+    fast_health: bool = True
     #: Ray's session folder: short, since Ray's socket paths must fit in 107 bytes.
     ray_dir: Path | None = None
 
@@ -131,7 +135,7 @@ class NetnsCluster:
         """The environment of processes started on `node`: the cluster's token, this node's
         desktops folder, no API keys of the host."""
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("RAY_")}
-        env.update(FAST_HEALTH, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
+        env.update(FAST_HEALTH if self.fast_health else {}, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token",
                    RAY_AUTH_TOKEN_PATH=str(self.token_path), AGENT_S3_ENV_DIR=str(node.env_dir))
         return env
 
@@ -165,7 +169,8 @@ class NetnsCluster:
         common = ["--node-ip-address", node.address, "--num-cpus", "1", "--object-store-memory", str(100 * 2**20),
                   "--disable-usage-stats"]
         if node.head:
-            argv = [str(RAY), "start", "--head", "--port", str(HEAD_PORT), "--include-dashboard=false",
+            argv = [str(RAY), "start", "--head", "--port", str(HEAD_PORT), "--ray-client-server-port", str(CLIENT_PORT),
+                    "--include-dashboard=false",
                     "--temp-dir", str(self.ray_dir), *common]
         else:
             argv = [str(RAY), "start", "--address", self.ray_address, *common]
@@ -214,10 +219,11 @@ def existing_namespaces() -> set[str]:
 
 
 @contextmanager
-def two_node_cluster(root: Path, *, nodes: int = 2, subnet: str = "10.77.0") -> Iterator[NetnsCluster]:
+def two_node_cluster(root: Path, *, nodes: int = 2, subnet: str = "10.77.0",
+                     fast_health: bool = True) -> Iterator[NetnsCluster]:
     """A Ray cluster of `nodes` nodes (2 by default) in namespaces ``<subnet>.1``, ``.2``,
     ...; the head is node 0. Everything is torn down on the way out, errors included."""
-    cluster = NetnsCluster(root, subnet)
+    cluster = NetnsCluster(root, subnet, fast_health=fast_health)
     try:
         cluster.add_namespaces(nodes)
         for node in cluster.nodes:

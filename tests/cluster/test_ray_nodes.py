@@ -1,6 +1,6 @@
 """The Ray executor across two nodes, each in a network namespace of its own with its own
 address (`netns`): the `agent-s3` CLI is the driver, run in the head's namespace and joining
-by address. A wide run spreads its rollouts over both nodes, whose desktops start on the
+by address, or from outside the cluster through Ray Client. A wide run spreads its rollouts over both nodes, whose desktops start on the
 node that runs them; a `bench local` over both nodes is SIGKILLed mid-run and resumed; the
 worker node is killed mid-rollout (every process in its namespace) and its rollout is
 redone on the head node with nothing lost or duplicated in the run folder or the ledger."""
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from netns import NetnsCluster, Node
+from netns import CLIENT_PORT, NetnsCluster, Node
 from runner_helpers import live_commands, threaded_servers
 
 from core.llm import Reply, Script, ScriptRequest
@@ -88,19 +88,25 @@ class DesktopWatch:
                             self.seen.add((owner.address, inside.address))
 
 
-def test_a_wide_run_spreads_over_both_nodes(ray_nodes: NetnsCluster, tmp_path: Path) -> None:
+def test_a_wide_run_from_outside_the_cluster_spreads_over_both_nodes(ray_nodes: NetnsCluster, tmp_path: Path) -> None:
+    """The driver runs in the host's namespace, on no node of the cluster, and joins through
+    Ray Client (``ray://HEAD:10001``) as a laptop would."""
     cluster = ray_nodes
+    env = {**cluster.env(cluster.head), "AGENT_S3_ENV_DIR": str(tmp_path / "driver-envs")}
     with DesktopWatch(cluster) as watch:
-        done = subprocess.run(_driver(cluster, tmp_path / "runs", "wide", "--rollouts", "2", "--settle", "0.2"),
-                              env=cluster.env(cluster.head), capture_output=True, text=True, timeout=150)
+        done = subprocess.run(
+            [str(AGENT), "run", "--task", TASK, "--model", "scripted/demo", "--executor", "ray", "--ray-address",
+             f"ray://{cluster.head.address}:{CLIENT_PORT}", "--out", str(tmp_path / "runs"), "--run-id", "wide",
+             "--rollouts", "2", "--settle", "0.2"],
+            env=env, capture_output=True, text=True, timeout=150)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     headers = _headers(tmp_path / "runs" / "wide")
     assert sorted(headers) == [0, 1]
     assert all(h["status"] == "done" and h["score"] == 1.0 and h["attempts"] == 1 for h in headers.values())
     assert {_node_of(h, cluster) for h in headers.values()} == {n.address for n in cluster.nodes}
-    # Each node's desktops ran inside that node's namespace, and only there.
+    # Each node's desktops ran inside that node's namespace, and only there; the driver's none.
     assert watch.seen == {(n.address, n.address) for n in cluster.nodes}
-    assert not (tmp_path / "runs" / "wide" / "envs").exists()  # the driver started no desktop
+    assert not list((tmp_path / "driver-envs").glob("desktops/*"))
     selection = json.loads((tmp_path / "runs" / "wide" / TASK / "selection.json").read_text())
     assert selection["chosen"] in (0, 1)
 
