@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -237,3 +238,28 @@ def two_node_cluster(root: Path, *, nodes: int = 2, subnet: str = "10.77.0",
         yield cluster
     finally:
         cluster.teardown()
+
+
+def main() -> None:
+    """``python tests/cluster/netns.py [NODES]``: hold a cluster up until Ctrl-C, printing
+    how to drive it."""
+    reason = netns_missing()
+    if reason is not None:
+        raise SystemExit(reason)
+    nodes = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    with tempfile.TemporaryDirectory(prefix="ray-netns-") as tmp, two_node_cluster(Path(tmp), nodes=nodes) as cluster:
+        env = cluster.env(cluster.head)
+        print(f"nodes: {', '.join(f'{n.address} ({n.netns})' for n in cluster.nodes)}")
+        print(f"export RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH={env['RAY_AUTH_TOKEN_PATH']}")
+        print(f"on the head: ip netns exec {cluster.head.netns} agent-s3 run ... --ray-address {cluster.ray_address}")
+        print(f"from here:   agent-s3 run ... --ray-address ray://{cluster.head.address}:{CLIENT_PORT}")
+        print("Ctrl-C tears it down", flush=True)
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the teardown short
+            signal.signal(sig, lambda *_: stop.set())
+        while not stop.wait(0.5):
+            pass
+
+
+if __name__ == "__main__":
+    main()
