@@ -22,8 +22,8 @@ from runner_helpers import desktops_missing, live_commands  # noqa: E402
 
 @pytest.fixture(scope="module")
 def ray_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsCluster]:
-    """Two Ray nodes (head 10.77.0.1, worker 10.77.0.2) on a bridge whose host end is
-    10.77.0.254; afterwards no namespace, bridge or process of the cluster is left."""
+    """Two Ray nodes (head 10.77.N.1, worker 10.77.N.2, the first free N) on a bridge whose
+    host end is 10.77.N.254; afterwards no namespace, bridge or process of the cluster is left."""
     reason = netns_missing() or desktops_missing()
     if reason is not None:
         pytest.skip(reason)

@@ -31,7 +31,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["CLIENT_PORT", "HEAD_PORT", "NetnsCluster", "Node", "netns_missing", "two_node_cluster"]
+__all__ = ["CLIENT_PORT", "HEAD_PORT", "NetnsCluster", "Node", "free_subnet", "netns_missing", "two_node_cluster"]
 
 #: The head's GCS port: the one address every other node and driver on a node is given.
 HEAD_PORT = 6379
@@ -56,7 +56,23 @@ def netns_missing() -> str | None:
         return "the `ip` command (iproute2) is missing: apt-get install iproute2"
     if not RAY.exists():
         return f"Ray's `ray` command is not installed beside {sys.executable}"
+    probe = f"as3-probe-{uuid.uuid4().hex[:6]}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True, timeout=30)
+    if made.returncode != 0:  # root without CAP_SYS_ADMIN / CAP_NET_ADMIN, as in many containers
+        return f"cannot create a network namespace here: {made.stderr.strip()[:200]}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=30)
     return None
+
+
+def free_subnet() -> str:
+    """A ``10.77.N`` /24 no interface of this machine uses yet (N from 0 up), so clusters of
+    concurrent test sessions do not share addresses."""
+    out = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, timeout=30).stdout
+    used = {word.rsplit(".", 1)[0] for word in out.split() if word.startswith("10.77.")}
+    for n in range(255):
+        if f"10.77.{n}" not in used:
+            return f"10.77.{n}"
+    raise RuntimeError("every 10.77.N/24 subnet is in use on this machine")
 
 
 def _ip(*args: str) -> None:
@@ -220,11 +236,12 @@ def existing_namespaces() -> set[str]:
 
 
 @contextmanager
-def two_node_cluster(root: Path, *, nodes: int = 2, subnet: str = "10.77.0",
+def two_node_cluster(root: Path, *, nodes: int = 2, subnet: str | None = None,
                      fast_health: bool = True) -> Iterator[NetnsCluster]:
     """A Ray cluster of `nodes` nodes (2 by default) in namespaces ``<subnet>.1``, ``.2``,
-    ...; the head is node 0. Everything is torn down on the way out, errors included."""
-    cluster = NetnsCluster(root, subnet, fast_health=fast_health)
+    ... (the first free ``10.77.N`` unless given); the head is node 0. Everything is torn
+    down on the way out, errors included."""
+    cluster = NetnsCluster(root, subnet or free_subnet(), fast_health=fast_health)
     try:
         cluster.add_namespaces(nodes)
         for node in cluster.nodes:
