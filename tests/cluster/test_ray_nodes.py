@@ -221,11 +221,13 @@ def test_a_killed_node_has_its_rollout_redone_on_the_other(ray_nodes: NetnsClust
     assert worker.address not in cluster.alive_addresses()
     headers = _headers(run)
     assert sorted(headers) == [0, 1]
+    assert sorted(p.name for p in (run / TASK).glob("rollout-*")) == ["rollout-0", "rollout-1"]
     assert all(h["status"] == "done" and h["score"] == 1.0 for h in headers.values())
     assert headers[lost]["attempts"] == 2 and _node_of(headers[lost], cluster) == head.address
     assert headers[1 - lost]["attempts"] == 1
-    # Nothing lost, nothing twice: each rollout's log is one attempt's steps 0..n-1, each
-    # step's model calls are in the ledger exactly once, the judge picked once.
+    # Nothing lost, nothing twice: each rollout's log is one attempt's steps 0..n-1 with
+    # exactly their screenshots, each step's model calls are in the ledger exactly once,
+    # the judge picked once.
     ledger = [json.loads(line) for line in (run / "ledger.jsonl").read_text().splitlines()]
     assert len({r["id"] for r in ledger}) == len(ledger)
     calls = Counter(r["tags"].get("call_id") for r in ledger)
@@ -234,6 +236,8 @@ def test_a_killed_node_has_its_rollout_redone_on_the_other(ray_nodes: NetnsClust
         assert [s["index"] for s in steps] == list(range(len(steps))) and steps[-1]["action"]["kind"] == "done"
         assert headers[k]["step_count"] == len(steps)
         assert all(calls[c] == 1 for s in steps for c in s["call_ids"])
+        shots = {s[side] for s in steps for side in ("before_screenshot", "after_screenshot") if s[side]}
+        assert {p.name for p in (run / TASK / f"rollout-{k}").glob("*.png")} == shots
     assert [r["module"] for r in ledger].count("judge") == 1
     assert json.loads((run / TASK / "selection.json").read_text())["chosen"] in (0, 1)
     assert "errors: none" in out
