@@ -4,7 +4,10 @@
 it down when the run ends; ``auto`` and ``ray://…`` join a cluster someone else runs and
 only disconnect. A session already open in this process (e.g. a test's) is reused as is.
 Every host must have this project installed in the same Python environment as the
-driver; nothing else needs to be shared (see `runner.executors.ray_pool`).
+driver; nothing else needs to be shared (see `runner.executors.ray_pool`). A cluster started
+with Ray's token authentication (``ray start --head`` turns it on by itself when
+``~/.ray/auth_token`` exists) admits a driver only with ``RAY_AUTH_MODE=token`` and the
+cluster's token (``RAY_AUTH_TOKEN_PATH`` or ``RAY_AUTH_TOKEN``) in its environment.
 """
 
 from __future__ import annotations
@@ -48,6 +51,21 @@ def start_local_ray(num_cpus: int | None = None) -> None:
     )
 
 
+def _join_error(address: str, error: BaseException) -> str:
+    """One line on why joining failed and what to do; Ray reports a refused token only
+    deep in the chain of causes (as the text of a traceback)."""
+    chain: list[str] = []
+    seen: BaseException | None = error
+    while seen is not None and len(chain) < 10:
+        chain.append(f"{type(seen).__name__}: {seen}")
+        seen = seen.__cause__ or seen.__context__
+    if any("InvalidAuthToken" in text or "AuthenticationError" in text for text in chain):
+        return (f"the Ray cluster at {address!r} refused this driver's authentication token; set RAY_AUTH_MODE=token "
+                "and RAY_AUTH_TOKEN_PATH to the token file the cluster's nodes were started with")
+    return (f"cannot join the Ray cluster at {address!r} ({error}); "
+            "start it with `ray start --head`, or pass --ray-address local")
+
+
 @contextmanager
 def ray_session(address: str) -> Iterator[None]:
     """Ray connected for the duration of the block."""
@@ -63,8 +81,7 @@ def ray_session(address: str) -> Iterator[None]:
                 _loopback_only()  # a cluster on this machine's loopback: stay on it
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as e:
-        raise EnvError(f"cannot join the Ray cluster at {address!r} ({e}); "
-                       "start it with `ray start --head`, or pass --ray-address local") from None
+        raise EnvError(_join_error(address, e)) from None
     try:
         yield
     finally:
