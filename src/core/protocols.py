@@ -85,6 +85,8 @@ class WorkerFacts:
     open_by_exec: bool = False
     #: Whether the coding agent can run programs here at all.
     code_agent: bool = True
+    #: Whether the environment reaches the internet now (None: it does not say).
+    network: bool | None = None
 
 
 class Environment(ABC):

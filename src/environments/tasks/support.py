@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from environments.server.app_names import program_available
 from environments.tasks.getters import getter_supported
 from environments.tasks.model import OSWorldTask
+from environments.tasks.network import needs_network
 from environments.tasks.official import scorer_tag, unsupported_reason
 from environments.tasks.steps import step_supported
 
@@ -211,7 +212,7 @@ def support_report(
                 report.infeasible += 1
             else:
                 per_domain[2] += 1
-            if not _needs_network(task):
+            if not _needs_network(task) and not needs_network(task):  # the host's downloads, the desktop's web
                 report.offline += 1
             missing = sorted(p for p in programs(task) | openers(task) if not installed(p))
             report.missing_programs.update(missing)
