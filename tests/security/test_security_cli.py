@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from security_helpers import Canary, Tally
+from security_helpers import Canary, Tally, record
 
 from core.llm import Script
 from core.llm.fakeserver import OpenAIServer
@@ -208,28 +208,50 @@ def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tal
     )
 
     run_bytes = _tree_bytes(tmp_path / "runs")  # both runs' folders
-    escapes = []
-    if canary.changed():
-        escapes.append("a root-owned host file changed (revert or a setup step wrote through a symlink)")
-    if canary.secret_text.encode() in run_bytes:
-        escapes.append("the root-only canary reached the run folder")
-    if any(line and line in run_bytes for line in shadow.splitlines()[:3] if b":" in line):
-        escapes.append("/etc/shadow reached the run folder")
-    if any(hashlib.sha256(p.read_bytes()).hexdigest() != digest for p, digest in watched.items()):
-        escapes.append("/etc/shadow or /etc/passwd changed")
-    if Path(f"/root/agent-s3-pwned-{tok}").exists() or Path(f"/tmp/agent-s3-persisted-{tok}").exists():
-        escapes.append("a file appeared on the host")
-    for word in ("BASHRC-SURVIVED", "LINK-SURVIVED", "LOOP-SURVIVED"):
-        if f"{word}-{tok}" in later:
-            escapes.append(f"{word.lower()} the revert")
-    left = _processes_mentioning(f"agent-s3-survivor-{tok}") + _processes_mentioning(f"agent-s3-loop-{tok}")
-    if left:
-        escapes.append(f"processes outlived the command: {left}")
-    if _processes_mentioning(str(envs)):
-        escapes.append("the run's desktop outlived the command")
-    for escaped in escapes:
-        tally.attempt(escaped)
-    for _ in range(8 - len(escapes)):  # eight chains tried in this one run
-        tally.attempt(None)
+    leaked = canary.secret_text.encode() in run_bytes or any(
+        line in run_bytes for line in shadow.splitlines()[:3] if b":" in line
+    )
+    host_changed = canary.changed() or any(
+        hashlib.sha256(p.read_bytes()).hexdigest() != digest for p, digest in watched.items()
+    )
+    left = _processes_mentioning(f"agent-s3-survivor-{tok}") + _processes_mentioning(str(envs))
+    # Each chain of this run: what would count as its escape.
+    chains = {
+        "cli_symlinked_bashrc_recreated_during_revert": (
+            host_changed or f"LINK-SURVIVED-{tok}" in later or f"LOOP-SURVIVED-{tok}" in later,
+            "a host file changed or the symlink loop survived the revert",
+        ),
+        "cli_bashrc_persistence_across_revert": (
+            f"BASHRC-SURVIVED-{tok}" in later or Path(f"/tmp/agent-s3-persisted-{tok}").exists(),
+            "the poisoned .bashrc survived the revert or ran on the host",
+        ),
+        "cli_links_to_token_and_canary_before_scoring": (
+            leaked,
+            "a canary or /etc/shadow reached the run folder",
+        ),
+        "cli_setsid_survivor_after_the_run": (bool(left), f"processes outlived the command: {left}"),
+        "cli_task_file_upload_of_a_root_only_file": (
+            reasons["upload-a-root-only-file"][0] != "errored" or leaked,
+            "the task file's upload_file read a root-only host file",
+        ),
+        "cli_task_file_upload_into_root": (
+            Path(f"/root/agent-s3-pwned-{tok}").exists() or reasons["upload-into-root"][0] != "errored",
+            "the task file's upload_file wrote into /root",
+        ),
+        "cli_task_file_download_of_a_file_url": (
+            reasons["download-a-root-file-url"][0] != "errored" or leaked,
+            "the task file's download read file:///... outside its folders",
+        ),
+        "cli_task_file_execute_and_getters": (
+            leaked or host_changed,
+            "the task file's execute or vm_file getters reached a root-only file",
+        ),
+    }
+    tally.split = True
+    for attack, (escaped, why) in chains.items():
+        one = Tally(attack)
+        one.attempt(why if escaped else None)
+        record(one)
+        tally.attempt(f"{attack}: {why}" if escaped else None)
     assert not list(envs.glob("desktops/*/token"))  # the desktop's folder went with it
     assert not tally.escapes, tally.escapes

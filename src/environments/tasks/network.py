@@ -54,29 +54,32 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
-def network_reason(task: OSWorldTask) -> str | None:
-    """Why ``task`` needs the internet (one short phrase), or None when it needs none."""
-    extra = task.model_extra or {}
+def network_reason(task: OSWorldTask | dict[str, Any]) -> str | None:
+    """Why ``task`` needs the internet (one short phrase), or None when it needs none.
+    ``task`` may also be the raw task JSON (a free-text task has no evaluator to validate)."""
+    data = task.model_dump(mode="json") if isinstance(task, OSWorldTask) else task
     for name in _FLAGS:
-        if name in extra:
-            said = _flag(extra[name])
+        if name in data:
+            said = _flag(data[name])
             if said is not None:
                 return f"the task file sets {name}" if said else None
-    if task.proxy:
+    if _flag(data.get("proxy")):
         return "the task asks for OSWorld's proxy"
-    apps = {a.lower() for a in task.related_apps} | {task.snapshot.lower()}
+    apps = {str(a).lower() for a in data.get("related_apps") or []} | {str(data.get("snapshot") or "").lower()}
     browser = sorted(apps & BROWSER_APPS)
     if browser:
         return f"a {browser[0]} task"
-    for step in task.all_steps():
-        if step.type in _HOST_SERVED:
+    evaluator = data.get("evaluator")
+    postconfig = evaluator.get("postconfig") if isinstance(evaluator, dict) else None
+    for step in [*(data.get("config") or []), *(postconfig or [])]:
+        if not isinstance(step, dict) or step.get("type") in _HOST_SERVED:
             continue
-        words = [word for s in _strings(step.parameters) for word in s.split() if "://" in word]
+        words = [word for s in _strings(step.get("parameters")) for word in s.split() if "://" in word]
         if any(_remote(word) for word in words):
-            return f"its {step.type} step names a remote URL"
+            return f"its {step.get('type')} step names a remote URL"
     return None
 
 
-def needs_network(task: OSWorldTask) -> bool:
+def needs_network(task: OSWorldTask | dict[str, Any]) -> bool:
     """True when ``task`` needs the internet (see the module's rules)."""
     return network_reason(task) is not None
