@@ -202,6 +202,7 @@ def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tal
     assert "Permission denied" in reasons["upload-into-root"][1] and "/root" in reasons["upload-into-root"][1]
     for _, reason in reasons.values():
         assert "\n" not in reason
+    assert json.loads((run / "config.json").read_text())["environment"]["network"] == "task"
     assert (
         headers["after-the-reverts"]["network"] is True
         and headers["scored-with-planted-links"]["network"] is False

@@ -165,3 +165,24 @@ def test_the_egress_table_matches_only_the_desktops_uids() -> None:
     assert body and all(line.startswith(f"meta skuid {FIRST_UID}-{FIRST_UID + SLOTS - 1} ") for line in body)
     assert any("fib daddr type local" in line for line in body)  # every address of this machine
     assert any("169.254.0.0/16" in line for line in body)  # cloud metadata
+
+
+def test_a_confinement_never_shares_the_hosts_network(tmp_path: Path) -> None:
+    """Without a prepared namespace the sandbox gets its own (loopback only); with one it
+    joins that namespace and sees the NAT's resolver; the two never come apart."""
+    from core.protocols import EnvError
+    from environments.local.confine import Confinement
+
+    home = tmp_path / "home"
+    offline = Confinement(uid=100500, gid=100500, home=home).argv(["true"], passwd_fd=3, group_fd=4)
+    assert offline[0] == "bwrap" and "--unshare-net" in offline and "/etc/resolv.conf" not in offline
+    resolv = tmp_path / "resolv.conf"
+    enter = ("nsenter", "--net=/proc/4242/ns/net", "--")
+    netted = Confinement(uid=100500, gid=100500, home=home, netns=enter, resolv_conf=resolv)
+    argv = netted.argv(["true"], passwd_fd=3, group_fd=4)
+    assert tuple(argv[:3]) == enter and argv[3] == "bwrap" and "--unshare-net" not in argv
+    i = argv.index("/etc/resolv.conf")
+    assert argv[i - 2 : i] == ["--ro-bind", str(resolv)]
+    for half in ({"netns": enter}, {"resolv_conf": resolv}):
+        with pytest.raises(EnvError):
+            Confinement(uid=100500, gid=100500, home=home, **half).argv(["true"], passwd_fd=3, group_fd=4)
