@@ -104,15 +104,17 @@ def _host_reaches(targets: tuple[tuple[str, int], ...]) -> list[tuple[str, int]]
 
 
 def _network_missing() -> str | None:
-    tools = [
+    """Why a networked desktop cannot start here (None: it can)."""
+    lacking = [
         tool for tool in ("slirp4netns", "nft", "nsenter", "Xvfb", "bwrap") if shutil.which(tool) is None
     ]
-    if tools or not Path("/dev/net/tun").exists() or os.geteuid() != 0:
-        return (
-            f"networked desktops need root, /dev/net/tun and {', '.join(tools) or 'these tools'} "
-            "(bash scripts/setup.sh installs slirp4netns and nftables)"
-        )
-    return None
+    if not Path("/dev/net/tun").exists():
+        lacking.append("/dev/net/tun (modprobe tun)")
+    if os.geteuid() != 0:
+        lacking.append("root")
+    if not lacking:
+        return None
+    return f"networked desktops need {', '.join(lacking)} (bash scripts/setup.sh installs slirp4netns and nftables)"
 
 
 @pytest.fixture
