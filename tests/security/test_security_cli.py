@@ -80,7 +80,8 @@ def _task(task_id: str, config: list[dict], evaluator: dict | None = None, **ext
 
 def _hostile_tasks(canary: Canary, token_file: str, tok: str) -> list[dict]:
     """In run order: the scored one first (its code plants what the reverts then meet)."""
-    fetch = ["/home/user/answer.txt", "/home/user/environ.txt", str(canary.secret), "/etc/shadow", token_file]
+    fetch = ["/home/user/leak.txt", "/home/user/environ.txt", "/home/user/answer.txt", str(canary.secret),
+             "/etc/shadow", token_file]  # fmt: skip
     scored = _task(
         "scored-with-planted-links",
         [{"type": "execute", "parameters": {"command": f"cat {canary.secret} /etc/shadow /root/canary > ~/leak.txt 2>&1",
@@ -209,6 +210,9 @@ def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tal
     )
 
     run_bytes = _tree_bytes(tmp_path / "runs")  # both runs' folders
+    # The execute step ran inside, as the desktop's user: what it saved is what the desktop could read.
+    leak = [p.read_text(errors="replace") for p in run.rglob("got-0.txt")]
+    assert leak and "No such file" in leak[0] and "Permission denied" in leak[0], leak
     leaked = canary.secret_text.encode() in run_bytes or any(
         line in run_bytes for line in shadow.splitlines()[:3] if b":" in line
     )
