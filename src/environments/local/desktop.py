@@ -227,11 +227,13 @@ class LocalDesktop:
         if snapshot is not None:
             self.spec = snapshot_spec(snapshot)
             self._template = ensure_template(self.spec, self.base_dir / "snapshots", uid=0, gid=0)
-        self._kill_sandbox()
         mode = self.config.network
         network = mode == "on" or (
             mode == "task" and (self.network if needs_network is None else needs_network)
         )
+        if network:  # before the kill: a host that cannot give the NAT keeps the desktop as it was
+            self._ensure_network()
+        self._kill_sandbox()
         try:
             self._launch(network)
         except EnvError as exc:
@@ -297,20 +299,12 @@ class LocalDesktop:
         kept across reverts), else it gets loopback only."""
         assert self._template is not None and self._lease is not None and self._listener is not None
         cfg = self.config
-        netns: tuple[str, ...] = ()
-        if network:
-            if self._net is not None and not self._net.alive():
-                self._net.close()
-                self._net = None
-            if self._net is None:
-                self._net = DesktopNetwork(self.dir)
-                self._net.start()
-            netns = tuple(self._net.enter_argv())
+        netns = tuple(self._ensure_network().enter_argv()) if network else ()
         self.home = new_home_dir(self.dir / "homes")
         home_setup = home_setup_argv(self._template, self.home, uid=self.uid, size_bytes=cfg.home_mib * _MIB)
         confinement = Confinement(
             uid=self.uid, gid=self.uid, home=self.home, netns=netns,
-            resolv_conf=self._net.resolv_conf if network and self._net is not None else None,
+            resolv_conf=self._net.resolv_conf if netns and self._net is not None else None,
             tmp_bytes=cfg.tmp_mib * _MIB,
         )  # fmt: skip
         launch = [[list(a.argv), a.window] for a in self.spec.launch]
@@ -357,6 +351,17 @@ class LocalDesktop:
             os.close(ready_r)
         self.network = network
         self._record()
+
+    def _ensure_network(self) -> DesktopNetwork:
+        """The desktop's NAT namespace, made on first use (or again if its helpers died)."""
+        if self._net is not None and not self._net.alive():
+            self._net.close()
+            self._net = None
+        if self._net is None:
+            net = DesktopNetwork(self.dir)
+            net.start()
+            self._net = net
+        return self._net
 
     def _wait_ready(self, fd: int) -> None:
         assert self._proc is not None
