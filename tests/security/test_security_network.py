@@ -205,3 +205,27 @@ def test_a_confinement_never_shares_the_hosts_network(tmp_path: Path) -> None:
     for half in ({"netns": enter}, {"resolv_conf": resolv}):
         with pytest.raises(EnvError):
             Confinement(uid=100500, gid=100500, home=home, **half).argv(["true"], passwd_fd=3, group_fd=4)
+
+
+async def test_the_network_mode_overrides_the_task(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``off`` keeps even a task that needs the internet on loopback; ``on`` gives every
+    start and revert the NAT."""
+    missing = _network_missing()
+    if missing:
+        pytest.skip(missing)
+    base = tmp_path_factory.mktemp("security-net-modes")
+    seen = {}
+    for mode in ("off", "on"):
+        desktop = LocalDesktop(
+            f"net-{mode}", base, DesktopConfig(snapshot="blank", network=mode), pool="net-modes"
+        )
+        await run_blocking(desktop.start)
+        try:
+            started = desktop.network
+            want = mode == "off"  # the opposite of the mode
+            await run_blocking(lambda d=desktop, w=want: d.revert(needs_network=w))
+            seen[mode] = (started, desktop.network, (await _probe(desktop, []))["routes"])
+        finally:
+            await run_blocking(desktop.close)
+    assert seen["off"] == (False, False, 0), seen
+    assert seen["on"][:2] == (True, True) and seen["on"][2] > 0, seen
