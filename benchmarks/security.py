@@ -1,9 +1,12 @@
 """Issue 18's attack chains against confined local desktops: attempts and escapes per attack.
 
-Runs tests/security (each attack through a real desktop's action executor, code sandbox,
-controller and revert, with root-only host canaries watched) with SECURITY_SCALE raising how
-many times each attack is tried, then prints one `attack: attempts N escapes M` line per
-attack and the totals. The goal is 0 escapes.
+Runs tests/security with SECURITY_SCALE raising how many times each attack is tried: the
+chains through a real desktop's action executor, code sandbox, controller and revert; the
+same chains through the real command line (`cli_*`: `agent-s3 bench osworld` and `run` on
+hostile task files with hostile scripted replies, tried once per run, the CLI being slow);
+and a networked desktop probing the host's addresses through its NAT. Root-only host
+canaries are watched throughout. Prints one `attack: attempts N escapes M` line per attack
+and the totals. The goal is 0 escapes.
 Usage: python benchmarks/security.py [--scale N]"""
 
 from __future__ import annotations
@@ -31,13 +34,15 @@ def main() -> int:
                               cwd=ROOT, env=env, capture_output=True, text=True)  # fmt: skip
         seconds = time.perf_counter() - started
         lines = sink.read_text().splitlines() if sink.exists() else []
-    attempts = escapes = 0
+    attempts = escapes = cli = 0
     for line in lines:
         print(line)
         words = line.split()
         attempts += int(words[words.index("attempts") + 1])
         escapes += int(words[words.index("escapes") + 1])
+        cli += line.startswith("cli_")
     print(f"security_attacks: {len(lines)}")
+    print(f"security_attacks_through_the_cli: {cli}")
     print(f"security_attempts: {attempts}")
     print(f"security_escapes: {escapes}")
     print(f"security_seconds: {seconds:.1f}")

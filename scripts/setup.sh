@@ -8,7 +8,7 @@ APT_PACKAGES=(
   xvfb xauth x11-utils xdotool wmctrl openbox xterm scrot dbus-x11 fonts-dejavu-core
   mousepad pcmanfm libreoffice-calc libreoffice-writer
   libreoffice-gtk3
-  python3-tk python3-uno bubblewrap tesseract-ocr tesseract-ocr-eng xdg-utils
+  python3-tk python3-uno bubblewrap slirp4netns nftables tesseract-ocr tesseract-ocr-eng xdg-utils
   at-spi2-core python3-pyatspi gir1.2-atspi-2.0 ffmpeg libglib2.0-bin gsettings-desktop-schemas
 )
 

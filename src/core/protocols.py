@@ -88,6 +88,8 @@ class WorkerFacts:
     #: Why scores from here are not comparable with OSWorld's leaderboard (other app builds);
     #: None where they are (OSWorld's own images). Results are labelled with it.
     leaderboard_note: str | None = None
+    #: Whether the environment reaches the internet now (None: it does not say).
+    network: bool | None = None
 
 
 class Environment(ABC):

@@ -221,7 +221,7 @@ def _common(**kw: Any) -> dict[str, Any]:
         "rollout__max_steps": kw["max_steps"], "rollout__settle_seconds": kw["settle"], "strategy": kw["strategy"],
         "wide__rollouts": kw["rollouts"], "wide__mixture": kw["mixture"], "wide__judge": kw["judge"],
         "wide__judge_model__model": kw["judge_model"], "wide__judge_model__base_url": kw["judge_base_url"],
-        "wide__seed": kw["seed"],
+        "wide__seed": kw["seed"], "environment__network": kw.get("network"),
     }
 
 
@@ -243,6 +243,8 @@ _STEPS = Annotated[int | None, Opt("--max-steps", help="Step budget of a rollout
 _SETTLE = Annotated[float | None, Opt("--settle", help="Seconds to wait after each action.")]
 _SEED = Annotated[int | None, Opt("--seed", help="Base seed of the rollouts (default: drawn, kept on resume).")]
 _PAR = Annotated[int, Opt("--parallel", min=1, help="Tasks run at once.")]
+_NET = Annotated[str | None, Opt("--network", help="Internet for local desktops: task (only tasks that need it, "
+                                 "the default), off or on; never this machine's own addresses.")]
 _EXPORT = Annotated[Path | None, Opt("--export", help="Also write the selected rollouts in OSWorld's results layout here.")]
 _CFG = Annotated[list[str] | None, Opt("-c", "--config", help="A run YAML file or a key=value override; repeatable.")]
 _PRESET = Annotated[str | None, Opt("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read before any -c.")]
@@ -258,12 +260,12 @@ def bench_osworld(
     mixture: _MIX = None, judge: _JUDGE = None, judge_model: _JM = None, judge_base_url: _JB = None,
     strategy: _STRAT = None, domain: _DOMAIN = None, limit: _LIMIT = None, out: _OUT = None, run_id: _RID = None,
     max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
-    export: _EXPORT = None, config: _CFG = None, preset: _PRESET = None, guides: _GUIDES = None,
+    export: _EXPORT = None, config: _CFG = None, preset: _PRESET = None, guides: _GUIDES = None, network: _NET = None,
 ) -> None:
     """Run an OSWorld task list (unsupported tasks are skipped and named)."""
     opts = _common(model=model, base_url=base_url, env=env, url=url, out=out, run_id=run_id, max_steps=max_steps,
                    settle=settle, strategy=strategy, rollouts=rollouts, mixture=mixture, judge=judge,
-                   judge_model=judge_model, judge_base_url=judge_base_url, seed=seed)
+                   judge_model=judge_model, judge_base_url=judge_base_url, seed=seed, network=network)
     _bench("osworld", tasks, examples, opts, domain=domain, limit=limit, parallel=parallel, export=export,
            config=config, preset=preset, guides=guides)
 
@@ -276,11 +278,12 @@ def bench_local(
     max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
     export: _EXPORT = None, config: _CFG = None, preset: _PRESET = None, guides: _GUIDES = None,
     task_ids: Annotated[list[str] | None, Opt("--task", help="Only these suite tasks (repeatable).")] = None,
+    network: _NET = None,
 ) -> None:
     """Run the local suite on desktops of this machine."""
     opts = _common(model=model, base_url=base_url, env="local", url=None, out=out, run_id=run_id,
                    max_steps=max_steps, settle=settle, strategy=strategy, rollouts=rollouts, mixture=mixture,
-                   judge=judge, judge_model=judge_model, judge_base_url=judge_base_url, seed=seed)
+                   judge=judge, judge_model=judge_model, judge_base_url=judge_base_url, seed=seed, network=network)
     list_file = LOCAL_LIST
     if task_ids:
         list_file = _subset_list(task_ids, Path(opts.get("out_dir") or "runs"))

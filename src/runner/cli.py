@@ -102,6 +102,7 @@ def run(
     run_id: Annotated[str | None, typer.Option("--run-id", help="Name of the run folder (default: the time).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
     settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
+    network: Annotated[str | None, typer.Option("--network", help="Internet for local desktops: task (only a task that needs it, the default), off or on; never this machine's own addresses.")] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout), retry (until the critic accepts) or wide (N rollouts and a judge).")] = None,
     attempts: Annotated[int | None, typer.Option("--attempts", min=1, help="With --strategy retry: rollouts at most.")] = None,
     critic: Annotated[str | None, typer.Option("--critic", help="With --strategy retry: themis, lastk or sequential.")] = None,
@@ -124,6 +125,7 @@ def run(
     given = _overrides(
         policy__model=model, policy__base_url=base_url, environment__kind=env, environment__url=url,
         environment__token=token, environment__adb_host=adb_host, environment__adb_port=adb_port, out_dir=str(out) if out else None, run_id=run_id,
+        environment__network=network,
         rollout__max_steps=max_steps, rollout__settle_seconds=settle,
         strategy=strategy or ("wide" if rollouts or mixture else None),
         critic__attempts=attempts, critic__name=critic, critic__model__model=critic_model,

@@ -90,6 +90,11 @@ class EnvironmentConfig(_Section):
     `aws.FleetConfig`; unset ones come from OSWorld's environment variables."""
     sandbox: bool = True
     """Offer the coding agent a sandbox in the environment (off hides call_code_agent)."""
+    network: Literal["off", "task", "on"] = "task"
+    """Internet for local desktops: ``task`` gives it only to a task that needs it (a browser
+    task, a remote URL in its setup, ``requires_network: true``; see
+    `environments.tasks.network`), ``off`` to none, ``on`` to every task. It is a user-mode NAT
+    that never reaches this machine's own addresses; without it a desktop has loopback only."""
     adb_host: str = "127.0.0.1"
     """Host of the adb server (``kind: android``)."""
     adb_port: int = Field(default=5037, ge=1, le=65535)

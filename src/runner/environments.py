@@ -80,7 +80,7 @@ async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, .
     """
     if cfg.kind == "local":
         size = await asyncio.to_thread(plan_desktops, size, cfg)  # queue rollouts past what fits
-        desktop = DesktopConfig(width=cfg.width, height=cfg.height, sandbox=cfg.sandbox)
+        desktop = DesktopConfig(width=cfg.width, height=cfg.height, sandbox=cfg.sandbox, network=cfg.network)
         async with LocalProvider(size, base_dir=cfg.base_dir, config=desktop) as provider:
             yield _LocalPool(provider)
         return

@@ -94,6 +94,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
         await asyncio.to_thread(rd.finish, status, f"task setup failed: {e}")
         result = RolloutResult(status, f"task setup failed: {e}", 0, None, 0.0, 0.0)
         return RolloutOutcome(k, result, None, None)
+    info = info.model_copy(update={"network": (await env.worker_facts()).network})  # recorded in rollout.json
     guide_model, pointer = guide_models(run.models, tagged, tags)
     cfg = await settled_config(guided_config(run.config), env)  # the environment's own facts
     worker = make_worker(cfg, tagged, env)

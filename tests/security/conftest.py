@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from security_helpers import FIGURES_ENV, Canary, Tally
+from security_helpers import Canary, Tally, record
 
 from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
 from environments.local.server_env import server_environment
@@ -86,9 +86,5 @@ async def pair(hostile_pair: list[LocalDesktop]) -> AsyncIterator[list[LocalEnvi
 def tally(request: pytest.FixtureRequest) -> Iterator[Tally]:
     found = Tally(request.node.name.removeprefix("test_"))
     yield found
-    line = f"{found.attack}: attempts {found.attempts} escapes {len(found.escapes)}\n"
-    print("\n" + line, end="")
-    sink = os.environ.get(FIGURES_ENV)
-    if sink:
-        with open(sink, "a", encoding="utf-8") as out:
-            out.write(line)
+    if not found.split:
+        record(found)

@@ -53,11 +53,25 @@ class Tally:
     attack: str
     attempts: int = 0
     escapes: list[str] = field(default_factory=list)
+    #: The test recorded its attacks one by one (`record`); the fixture adds no total line.
+    split: bool = False
 
     def attempt(self, escaped: str | None) -> None:
         self.attempts += 1
         if escaped:
             self.escapes.append(escaped)
+
+
+def record(tally: Tally) -> str:
+    """``attack: attempts N escapes M``, printed and appended to $SECURITY_FIGURES (for
+    benchmarks/security.py); returns the line."""
+    line = f"{tally.attack}: attempts {tally.attempts} escapes {len(tally.escapes)}\n"
+    print("\n" + line, end="")
+    sink = os.environ.get(FIGURES_ENV)
+    if sink:
+        with open(sink, "a", encoding="utf-8") as out:
+            out.write(line)
+    return line
 
 
 async def act(env: LocalEnvironment, code: str) -> ExecResult:

@@ -57,6 +57,8 @@ class RolloutInfo(Record):
     seed: int | None = None
     environment: str | None = None
     """Name of the environment the rollout ran in (e.g. ``local-3``)."""
+    network: bool | None = None
+    """Whether that environment reached the internet during the rollout (None: it did not say)."""
     status: RolloutStatus = "running"
     """``done``: the agent declared success; ``failed``: it declared the task infeasible;
     ``step_limit`` / ``cost_limit``: a budget ran out; ``environment_lost``: the

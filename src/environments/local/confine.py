@@ -5,9 +5,10 @@ The mount namespace is an allowlist: an empty tmpfs root with read-only binds of
 ``user``), the project's sources and libraries under the neutral /opt/agent-s3, the
 desktop's own home at /home/user (the path OSWorld tasks expect) and private /tmp, /dev/shm,
 /dev and /proc. Run folders, checkouts, other desktops, token files and the host's homes do
-not exist inside. The sandbox has its own pid, IPC and UTS namespaces, no network but
-loopback unless asked, and everything in it runs as the desktop's own uid with no
-capabilities and no way to gain any (``no_new_privs``).
+not exist inside. The sandbox has its own pid, IPC and UTS namespaces and always a network
+namespace of its own: loopback only, or (for a task that needs the internet) one prepared by
+`netns` behind a user-mode NAT, never the host's. Everything in it runs as the desktop's own
+uid with no capabilities and no way to gain any (``no_new_privs``).
 """
 
 from __future__ import annotations
@@ -74,13 +75,19 @@ def _project_paths() -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Confinement:
-    """How one desktop's sandbox is built. ``home`` is the host folder bound at /home/user."""
+    """How one desktop's sandbox is built. ``home`` is the host folder bound at /home/user.
+
+    ``netns`` is a command prefix that joins a network namespace prepared for the desktop
+    (`netns.DesktopNetwork.enter_argv`) and ``resolv_conf`` the resolver file shown inside
+    it; without them the sandbox gets a new namespace with loopback only.
+    """
 
     uid: int
     gid: int
     home: Path
     hostname: str = "desktop"
-    network: bool = False
+    netns: tuple[str, ...] = ()
+    resolv_conf: Path | None = None
     tmp_bytes: int = 512 * 1024 * 1024
     shm_bytes: int = 256 * 1024 * 1024
 
@@ -93,7 +100,9 @@ class Confinement:
 
     def argv(self, program: Sequence[str], *, passwd_fd: int, group_fd: int) -> list[str]:
         """The bwrap command that runs ``program`` inside, as the desktop's uid."""
-        argv = ["bwrap"]
+        if bool(self.netns) != (self.resolv_conf is not None):
+            raise EnvError("a desktop's network namespace and its resolv.conf go together")
+        argv = [*self.netns, "bwrap"]
         for folder in SYSTEM_DIRS:
             if os.path.islink(folder):
                 argv += ["--symlink", os.readlink(folder), folder]
@@ -101,6 +110,8 @@ class Confinement:
                 argv += ["--ro-bind", folder, folder]
         argv += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
         argv += ["--perms", "0644", "--ro-bind-data", str(group_fd), "/etc/group"]
+        if self.resolv_conf is not None:  # the NAT's resolver, not the host's
+            argv += ["--ro-bind", str(self.resolv_conf), "/etc/resolv.conf"]
         # bwrap makes missing parents of a mount 0700 root: make them enterable first.
         for folder in ("/var", "/var/cache", "/var/lib", "/opt", OPT):
             argv += ["--perms", "0755", "--dir", folder]
@@ -115,7 +126,7 @@ class Confinement:
             argv += ["--ro-bind", host, inside]
         argv += ["--perms", "0755", "--dir", "/home", "--bind", str(self.home), HOME, "--chdir", HOME]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        if not self.network:
+        if not self.netns:
             argv += ["--unshare-net"]
         argv += ["--hostname", self.hostname, "--die-with-parent", "--new-session", "--clearenv"]
         env = {

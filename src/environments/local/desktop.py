@@ -29,6 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from core.protocols import EnvError, EnvironmentLost
 
@@ -36,21 +37,27 @@ from .cgroups import DesktopCgroup
 from .confine import HOME, Confinement, group_file, passwd_file, sandbox_python
 from .forward import TcpForwarder
 from .homes import drop_home, home_setup_argv, new_home_dir
+from .netns import DesktopNetwork
 from .procs import ProcInfo, children, kill_pids, namespace_processes, pid_namespace, pss_kib
 from .snapshot import SnapshotSpec, ensure_template, snapshot_spec
 from .uids import UidLease, lease_uid
 
-__all__ = ["DesktopConfig", "DesktopInfo", "LocalDesktop"]
+__all__ = ["DesktopConfig", "DesktopInfo", "LocalDesktop", "NetworkMode"]
 
 _MIB = 1024 * 1024
+#: ``off``: loopback only, always; ``task``: the internet (user-mode NAT, see `netns`) for a
+#: task that needs it, loopback only otherwise; ``on``: the NAT for every task.
+NetworkMode = Literal["off", "task", "on"]
 
 
 @dataclass(frozen=True, slots=True)
 class DesktopConfig:
     """How desktops are made.
 
-    ``network`` gives the desktop the host's network (off by default: loopback only; a task
-    that needs the internet says so). ``sandbox`` runs the coding agent's code in a further
+    ``network``: whether the desktop reaches the internet (`NetworkMode`; never the host's
+    own network: a user-mode NAT that cannot reach this machine's addresses). With ``task``
+    a desktop has loopback only until it is reverted for a task that needs the internet.
+    ``sandbox`` runs the coding agent's code in a further
     sandbox inside the desktop (private /tmp, no view of the desktop's other files' changes
     outside the home). Limits: ``memory_mib`` (RAM of every process, home and /tmp
     included), ``pids_max`` (processes and threads), ``home_mib`` (the home's size).
@@ -64,7 +71,7 @@ class DesktopConfig:
     server: bool = True
     sandbox: bool = True
     accessibility: bool = True
-    network: bool = False
+    network: NetworkMode = "task"
     memory_mib: int = 4096
     pids_max: int = 1024
     home_mib: int = 1024
@@ -95,6 +102,8 @@ class DesktopInfo:
     socket: str | None = None
     user: str = "user"
     uid: int | None = None
+    #: Whether the desktop reaches the internet (through its user-mode NAT) right now.
+    network: bool = False
 
     @property
     def base_url(self) -> str | None:
@@ -129,6 +138,9 @@ class LocalDesktop:
         self._namespace: int | None = None
         self._init_pid: int | None = None
         self._xvfb_pid: int | None = None
+        self._net: DesktopNetwork | None = None
+        #: Whether the running sandbox reaches the internet (through the NAT).
+        self.network = False
         self.start_seconds = 0.0
         self.last_revert_seconds = 0.0
 
@@ -168,7 +180,7 @@ class LocalDesktop:
             self._listener.listen(128)
             if self.config.tcp_forward:
                 self._forwarder = TcpForwarder(str(self.socket_path))
-            self._launch()
+            self._launch(self.config.network == "on")
         except BaseException:
             self.close()
             raise
@@ -178,6 +190,9 @@ class LocalDesktop:
     def close(self) -> None:
         """Kill every process of the desktop, drop its home, uid and folder; safe to call twice."""
         self._kill_sandbox()
+        if self._net is not None:
+            self._net.close()
+            self._net = None
         if self._cgroup is not None:
             self._cgroup.remove()
             self._cgroup = None
@@ -196,9 +211,13 @@ class LocalDesktop:
             shutil.rmtree(self.dir, ignore_errors=True)
         self.home = None
 
-    def revert(self, snapshot: str | SnapshotSpec | None = None) -> float:
+    def revert(
+        self, snapshot: str | SnapshotSpec | None = None, *, needs_network: bool | None = None
+    ) -> float:
         """Kill the whole sandbox, give it a fresh home, start it again; returns the seconds taken.
 
+        ``needs_network`` says whether the task about to run needs the internet (None keeps
+        the current setting); the `DesktopConfig.network` mode decides what it gets.
         A dead desktop raises `EnvironmentLost` instead (the pool replaces it).
         """
         t0 = time.monotonic()
@@ -208,9 +227,15 @@ class LocalDesktop:
         if snapshot is not None:
             self.spec = snapshot_spec(snapshot)
             self._template = ensure_template(self.spec, self.base_dir / "snapshots", uid=0, gid=0)
+        mode = self.config.network
+        network = mode == "on" or (
+            mode == "task" and (self.network if needs_network is None else needs_network)
+        )
+        if network:  # before the kill: a host that cannot give the NAT keeps the desktop as it was
+            self._ensure_network()
         self._kill_sandbox()
         try:
-            self._launch()
+            self._launch(network)
         except EnvError as exc:
             raise EnvironmentLost(f"desktop {self.name} did not come back after revert: {exc}") from exc
         self.last_revert_seconds = time.monotonic() - t0
@@ -263,19 +288,25 @@ class LocalDesktop:
             socket=str(self.socket_path),
             user="user",
             uid=self.uid,
+            network=self.network,
         )
 
     # -- internals ----------------------------------------------------------------------
 
-    def _launch(self) -> None:
-        """A new home and a new sandbox on the listening socket; waits until it serves."""
+    def _launch(self, network: bool) -> None:
+        """A new home and a new sandbox on the listening socket; waits until it serves.
+        With ``network`` the sandbox joins the desktop's NAT namespace (made on first use,
+        kept across reverts), else it gets loopback only."""
         assert self._template is not None and self._lease is not None and self._listener is not None
         cfg = self.config
+        netns = tuple(self._ensure_network().enter_argv()) if network else ()
         self.home = new_home_dir(self.dir / "homes")
         home_setup = home_setup_argv(self._template, self.home, uid=self.uid, size_bytes=cfg.home_mib * _MIB)
         confinement = Confinement(
-            uid=self.uid, gid=self.uid, home=self.home, network=cfg.network, tmp_bytes=cfg.tmp_mib * _MIB
-        )
+            uid=self.uid, gid=self.uid, home=self.home, netns=netns,
+            resolv_conf=self._net.resolv_conf if netns and self._net is not None else None,
+            tmp_bytes=cfg.tmp_mib * _MIB,
+        )  # fmt: skip
         launch = [[list(a.argv), a.window] for a in self.spec.launch]
         token_r, token_w = os.pipe()
         ready_r, ready_w = os.pipe()
@@ -318,7 +349,19 @@ class LocalDesktop:
             self._wait_ready(ready_r)
         finally:
             os.close(ready_r)
+        self.network = network
         self._record()
+
+    def _ensure_network(self) -> DesktopNetwork:
+        """The desktop's NAT namespace, made on first use (or again if its helpers died)."""
+        if self._net is not None and not self._net.alive():
+            self._net.close()
+            self._net = None
+        if self._net is None:
+            net = DesktopNetwork(self.dir)
+            net.start()
+            self._net = net
+        return self._net
 
     def _wait_ready(self, fd: int) -> None:
         assert self._proc is not None

@@ -115,10 +115,11 @@ class LocalEnvironment(Environment):
         self._check()
         await self._inner.revert()
 
-    async def revert_to(self, snapshot: str | SnapshotSpec) -> None:
-        """Revert to another snapshot (e.g. the one a task names); later reverts return to it."""
+    async def revert_to(self, snapshot: str | SnapshotSpec, *, needs_network: bool | None = None) -> None:
+        """Revert to another snapshot (e.g. the one a task names); later reverts return to it.
+        ``needs_network``: whether the next task needs the internet (None keeps the setting)."""
         self._check()
-        await run_blocking(lambda: self.desktop.revert(snapshot))
+        await run_blocking(lambda: self.desktop.revert(snapshot, needs_network=needs_network))
 
     async def prepare_task(self, task: Task, cache_dir: Path) -> None:
         await tasking.prepare(self, task, cache_dir)

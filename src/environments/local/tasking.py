@@ -12,6 +12,7 @@ from core.protocols import EnvError, WorkerFacts
 from core.trajectory import Task
 from environments.osworld.client import OSWorldClient
 from environments.tasks.handling import needs_client, score_with, set_up_with
+from environments.tasks.network import needs_network
 
 from .server_env import desktop_client
 from .snapshot import SNAPSHOTS
@@ -37,8 +38,10 @@ async def _client(env: LocalEnvironment) -> AsyncIterator[OSWorldClient]:
 
 
 async def prepare(env: LocalEnvironment, task: Task, cache_dir: Path) -> None:
-    """Revert to the task's snapshot (one this machine does not have starts blank), then set up."""
-    await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank")
+    """Revert to the task's snapshot (one this machine does not have starts blank), with the
+    internet if the task needs it (and the desktops' network mode allows), then set up."""
+    wanted = needs_network(task.to_osworld())
+    await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank", needs_network=wanted)
     if needs_client(task):
         async with _client(env) as client:
             await set_up_with(client, task, cache_dir)
@@ -65,6 +68,13 @@ LEADERBOARD_NOTE = "not leaderboard-comparable (Debian app versions, Chromium fo
 
 
 def facts(env: LocalEnvironment) -> WorkerFacts:
-    """Apps run as the desktop's unprivileged account and open as programs (no launcher)."""
-    return WorkerFacts(user_name=env.info.user, home=env.info.home, open_by_exec=True,
-                       leaderboard_note=LEADERBOARD_NOTE)
+    """Apps run as the desktop's unprivileged account and open as programs (no launcher);
+    the desktop says whether it reaches the internet now."""
+    info = env.info
+    return WorkerFacts(
+        user_name=info.user,
+        home=info.home,
+        open_by_exec=True,
+        network=info.network,
+        leaderboard_note=LEADERBOARD_NOTE,
+    )

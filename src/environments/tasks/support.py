@@ -31,6 +31,7 @@ from urllib.parse import urlparse
 from environments.server.app_names import program_available
 from environments.tasks import official_surface as surface
 from environments.tasks.model import OSWorldTask
+from environments.tasks.network import needs_network
 from environments.tasks.official import OFFICIAL_PACKAGE, MissingScorer, scorer_tag
 
 __all__ = [
@@ -160,6 +161,8 @@ def task_refusals(
     if not network and _needs_network(task):
         out.append(Refusal("network", "download", "downloads files from the internet; this machine has no network",
                            "here"))
+    if not network and needs_network(task):
+        out.append(Refusal("network", "web", "its desktop needs the internet; this machine has no network", "here"))
     unique: dict[str, Refusal] = {}
     for refusal in out:
         unique.setdefault(refusal.key, refusal)
@@ -418,7 +421,7 @@ def support_report(
         report.infeasible += infeasible
         domain.vm_infeasible += infeasible
         domain.vm_metric += not infeasible
-        if not _needs_network(task):
+        if not _needs_network(task) and not needs_network(task):  # the host's downloads, the desktop's web
             report.offline += 1
         if refusals:
             report.missing_programs.update(r.key for r in refusals)

@@ -1,0 +1,85 @@
+"""Whether a task needs the internet, read from the task file alone.
+
+OSWorld's task files carry no such flag (its VMs are always online), so it is read from what
+the task does; a task file of this project's own suite can say it outright with
+``"requires_network": true`` (or ``"network"``), which wins over everything else. A task
+needs the internet when it
+
+- says so (``requires_network`` / ``network``) or asks for OSWorld's proxy (``proxy: true``);
+- is a browser task (``chrome`` among its related apps, or its snapshot): the model browses;
+- opens or launches a remote URL in a setup step (``open_tabs``, ``chrome_open_tabs``, a
+  command line holding one).
+
+``download`` steps and ``cloud_file`` getters do not count: the host serves those files
+from its cache (`environments.tasks.context`), the desktop never fetches them. Local
+desktops use this to give a task user-mode internet (`environments.local.netns`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlparse
+
+from environments.tasks.model import OSWorldTask
+
+__all__ = ["BROWSER_APPS", "needs_network", "network_reason"]
+
+#: Related apps (or snapshots) whose tasks are done on the web.
+BROWSER_APPS = frozenset({"chrome", "chromium", "google-chrome", "firefox"})
+_FLAGS = ("requires_network", "network")
+#: Steps whose URLs the host resolves from its cache, never the desktop.
+_HOST_SERVED = frozenset({"download"})
+
+
+def _remote(url: str) -> bool:
+    return urlparse(url.strip()).scheme in ("http", "https", "ftp")
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a step's parameters (command lines, URL lists, nested dicts)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _flag(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def network_reason(task: OSWorldTask | dict[str, Any]) -> str | None:
+    """Why ``task`` needs the internet (one short phrase), or None when it needs none.
+    ``task`` may also be the raw task JSON (a free-text task has no evaluator to validate)."""
+    data = task.model_dump(mode="json") if isinstance(task, OSWorldTask) else task
+    for name in _FLAGS:
+        if name in data:
+            said = _flag(data[name])
+            if said is not None:
+                return f"the task file sets {name}" if said else None
+    if _flag(data.get("proxy")):
+        return "the task asks for OSWorld's proxy"
+    apps = {str(a).lower() for a in data.get("related_apps") or []} | {str(data.get("snapshot") or "").lower()}
+    browser = sorted(apps & BROWSER_APPS)
+    if browser:
+        return f"a {browser[0]} task"
+    evaluator = data.get("evaluator")
+    postconfig = evaluator.get("postconfig") if isinstance(evaluator, dict) else None
+    for step in [*(data.get("config") or []), *(postconfig or [])]:
+        if not isinstance(step, dict) or step.get("type") in _HOST_SERVED:
+            continue
+        words = [word for s in _strings(step.get("parameters")) for word in s.split() if "://" in word]
+        if any(_remote(word) for word in words):
+            return f"its {step.get('type')} step names a remote URL"
+    return None
+
+
+def needs_network(task: OSWorldTask | dict[str, Any]) -> bool:
+    """True when ``task`` needs the internet (see the module's rules)."""
+    return network_reason(task) is not None
