@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import httpx
-
 from core.protocols import EnvError, Environment
 from environments.osworld import OSWorldClient, OSWorldDesktop
 
@@ -18,8 +16,7 @@ def desktop_client(info: DesktopInfo, *, timeout: float = 30.0) -> OSWorldClient
     token = info.token()
     if info.socket is None or token is None:
         raise EnvError(f"desktop {info.name} runs no controller server; start it with server=True")
-    transport = httpx.AsyncHTTPTransport(uds=info.socket)
-    return OSWorldClient("http://desktop", token=token, timeout=timeout, transport=transport)
+    return OSWorldClient("http://desktop", token=token, timeout=timeout, uds=info.socket)
 
 
 def server_environment(desktop: LocalDesktop, *, action_timeout: float = 30.0) -> Environment:
