@@ -159,7 +159,7 @@ class AWSDesktop(OSWorldDesktop):
         serves, and run the task's setup steps on it."""
         await self.revert()
         await self.relabel(task=task.id, rollout=rollout_of(cache_dir))
-        await set_up_with(self.client, task, cache_dir)
+        await set_up_with(self.client, task, cache_dir, password=self._facts.password)
 
     async def relabel(self, *, task: str, rollout: int | None) -> None:
         """Tag the instance (and later relaunches) with the task and rollout it now serves."""
