@@ -9,6 +9,8 @@ What this module adds around it:
   network: a `download` URL is served from a local copy seeded into the cache under the
   controller's own name (`download_cache_name`), an `upload_file` ``local_path`` is resolved
   inside the task's folders; a missing file is one clear line, never a download;
+* the controller's own connection check runs once, then each step is dispatched to its
+  ``_<type>_setup`` method as ``SetupController.setup`` does, one at a time;
 * a failed step stops the setup with one line naming task, step and type. The controller
   raises for some failures but only logs others (a launch or command the server refused, a
   window call that failed), so its ERROR log records, from this step's thread alone, count
@@ -204,16 +206,22 @@ def _controller(endpoint: Endpoint, ctx: TaskContext, steps: Sequence[SetupStep]
     )
 
 
+def _probe(controller: Any) -> None:
+    """OSWorld's own connection check (``setup([])`` polls ``/terminal``), once per run of steps."""
+    if controller.setup([]) is False:
+        raise TaskRunError(f"the controller server at {controller.http_server} did not answer")
+
+
 def _run_one(controller: Any, step_type: str, params: dict[str, Any]) -> str | None:
-    """One step through ``SetupController.setup``; the first failure it raised or logged, else None."""
+    """One step, dispatched as ``SetupController.setup`` does (``_<type>_setup(**parameters)``);
+    the first failure it raised or logged, else None. `_probe` did setup's connection check."""
     with _collect_errors() as errors:
         try:
-            reached = controller.setup([{"type": step_type, "parameters": params}])
+            getattr(controller, f"_{step_type}_setup")(**params)
+        except TypeError as exc:
+            return f"{type(exc).__name__}: {exc}"
         except Exception as exc:
-            cause = exc.__cause__ or exc
-            return f"{type(cause).__name__}: {cause}" if isinstance(cause, TypeError) else str(cause)
-    if reached is False:
-        return f"the controller server at {controller.http_server} did not answer"
+            return str(exc) or type(exc).__name__
     if step_type in _LOGGED_FAILURES and errors.messages:
         return errors.messages[0]
     return None
@@ -228,6 +236,10 @@ async def run_steps(
         return
     ctx.cache_dir.mkdir(parents=True, exist_ok=True)
     controller = await in_daemon_thread(functools.partial(_controller, endpoint, ctx, steps), what="setup")
+    try:
+        await in_daemon_thread(functools.partial(_probe, controller), what=f"task {ctx.task_id}: {phase}")
+    except TaskRunError as exc:
+        raise TaskRunError(f"task {ctx.task_id}: {phase} failed: {exc}") from None
     for index, step in enumerate(steps):
         where = f"task {ctx.task_id}: {phase} step {index} ({step.type})"
         try:
