@@ -25,6 +25,7 @@ import importlib
 import importlib.machinery
 import importlib.metadata
 import importlib.util
+import logging
 import sys
 import types
 from collections.abc import Callable
@@ -321,6 +322,10 @@ def setup_controller_class() -> type[Any]:
     """OSWorld's own ``SetupController`` (its module needs the ``[osworld-setup]`` extra)."""
     _package_root()
     register_metrics_package()  # the controller imports one helper of the metrics package
+    # Its module loads OSWorld's paid proxy pool from a file under the current folder at import
+    # and logs an ERROR when (as here) there is none; the `proxy` step that uses it is refused.
+    pool_log = logging.getLogger("desktopenv.providers.aws.ProxyPool")
+    pool_log.disabled = True
     try:
         from desktop_env.controllers.setup import SetupController
     except ModuleNotFoundError as exc:
@@ -328,6 +333,8 @@ def setup_controller_class() -> type[Any]:
         raise MissingScorer(
             f"OSWorld's setup controller ({scorer_tag()}) needs the Python package {package}: {_SETUP_HINT}"
         ) from exc
+    finally:
+        pool_log.disabled = False
     return SetupController  # type: ignore[no-any-return]
 
 
