@@ -17,19 +17,51 @@ process's own uid.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["TcpForwarder", "peer_uid"]
+__all__ = ["TcpForwarder", "connect_in_netns", "peer_uid"]
 
 _CHUNK = 65536
 #: A request or response head larger than this is refused (no legitimate controller call nears it).
 _HEAD_LIMIT = 64 * 1024
 _HOP_HEADERS = {b"authorization", b"connection", b"keep-alive", b"proxy-connection"}
 _PROC_NET_TCP = Path("/proc/net/tcp")
+_CLONE_NEWNET = 0x40000000
+
+
+def connect_in_netns(netns: str, address: tuple[str, int], timeout: float = 30.0) -> socket.socket:
+    """A TCP connection made from inside the network namespace at `netns` (``/proc/PID/ns/net``).
+
+    A desktop's loopback (where its browser's DevTools port listens) is reachable only from
+    inside its namespace. The socket is created in a short-lived thread that joins the
+    namespace (setns affects only the calling thread), and keeps working after that thread ends.
+    """
+    result: list[socket.socket | BaseException] = []
+
+    def work() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            with open(netns, "rb") as handle:
+                if libc.setns(handle.fileno(), _CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"cannot enter network namespace {netns}: {os.strerror(err)}")
+            result.append(socket.create_connection(address, timeout=timeout))
+        except BaseException as exc:  # handed to the caller
+            result.append(exc)
+
+    thread = threading.Thread(target=work, name="netns-connect", daemon=True)
+    thread.start()
+    thread.join()
+    found = result[0]
+    if isinstance(found, BaseException):
+        raise found
+    return found
 
 
 def _decode_address(field: str) -> tuple[str, int]:
@@ -88,11 +120,20 @@ class TcpForwarder:
     """Listens on 127.0.0.1 (a free port) and relays each connection of this uid to ``upstream``.
 
     ``upstream`` is a Unix socket path or a ``(host, port)``; with ``token``, every request is
-    stamped with ``Authorization: Bearer <token>``.
+    stamped with ``Authorization: Bearer <token>``; with ``netns`` (which returns a
+    ``/proc/PID/ns/net`` path when a connection comes), a ``(host, port)`` is reached from
+    inside that network namespace.
     """
 
-    def __init__(self, upstream: str | tuple[str, int], *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str | tuple[str, int],
+        *,
+        token: str | None = None,
+        netns: Callable[[], str] | None = None,
+    ) -> None:
         self.upstream = upstream
+        self._netns = netns
         self._auth = None if token is None else b"Authorization: Bearer " + token.encode()
         self._uid = os.getuid()
         self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -121,6 +162,8 @@ class TcpForwarder:
             upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             upstream.connect(self.upstream)
             return upstream
+        if self._netns is not None:
+            return connect_in_netns(self._netns(), self.upstream)
         return socket.create_connection(self.upstream, timeout=30)
 
     def _accept(self) -> None:

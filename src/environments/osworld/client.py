@@ -10,7 +10,7 @@ that stays unreachable raises `EnvironmentLost`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -57,11 +57,13 @@ class OSWorldClient:
         backoff: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
         uds: str | None = None,
+        netns: Callable[[], str] | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
         self._token = token or None
         self._uds = uds
+        self._netns = netns
         if uds is not None and transport is None:
             transport = httpx.AsyncHTTPTransport(uds=uds)
         self.timeout = timeout
@@ -79,7 +81,7 @@ class OSWorldClient:
     def door_route(self) -> DoorRoute:
         """How OSWorld's own controllers reach this server: its Unix socket or its URL, and the token."""
         if self._uds is not None:
-            return DoorRoute(self._uds, self._token)
+            return DoorRoute(self._uds, self._token, netns=self._netns)
         url = urlsplit(self.base_url)
         if url.hostname is None:
             raise EnvError(f"{self.base_url} names no host for OSWorld's controllers to reach")

@@ -5,7 +5,9 @@ and speak plain HTTP. `reach(target)` gives them one for the duration of a setup
 
 * an `Endpoint` is used as given (an OSWorld VM on its URL, auth off inside the VM);
 * a client that names its route (`OSWorldClient.door_route`: a Unix socket and/or a bearer
-  token) gets a host-side `TcpForwarder` that stamps the token on every request;
+  token) gets a host-side `TcpForwarder` that stamps the token on every request, and, when
+  the route names the desktop's network namespace, a second one to the browser's DevTools
+  port 9222 on the desktop's own loopback (OSWorld's tasks forward 9222 to Chrome);
 * any other `TaskClient` (adb, a test shell) gets a `ClientDoor`: a small HTTP server that
   answers the OSWorld endpoints the controllers and getters call by calling the client.
 
@@ -18,7 +20,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from email.parser import BytesParser
 from email.policy import HTTP
@@ -58,6 +60,8 @@ class DoorRoute:
     token: str | None
     #: The upstream is the desktop's own address, so its other ports (DevTools, VLC) answer there too.
     direct: bool = False
+    #: Gives the desktop's network namespace (``/proc/PID/ns/net``), where its browser listens.
+    netns: Callable[[], str] | None = None
 
 
 @runtime_checkable
@@ -81,10 +85,16 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
         from environments.local.forward import TcpForwarder
 
         forwarder = TcpForwarder(route.upstream, token=route.token)
+        browser = None if route.netns is None else TcpForwarder(("127.0.0.1", 9222), netns=route.netns)
         try:
-            yield Endpoint("127.0.0.1", forwarder.port, browser_unreachable=NO_BROWSER)
+            if browser is None:
+                yield Endpoint("127.0.0.1", forwarder.port, browser_unreachable=NO_BROWSER)
+            else:
+                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=browser.port)
         finally:
             forwarder.close()
+            if browser is not None:
+                browser.close()
         return
     door = ClientDoor(target)
     await door.start()

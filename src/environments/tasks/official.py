@@ -256,12 +256,24 @@ def _register(package: str) -> None:
     sys.modules[package] = module
 
 
+@functools.cache
+def _offline_suffix_list() -> None:
+    """tldextract (OSWorld's URL helpers use it) fetches the public suffix list on first use;
+    this runner has no network, so it reads the list bundled with the package instead."""
+    if importlib.util.find_spec("tldextract") is None:
+        return
+    import tldextract.tldextract as extractor
+
+    extractor.TLD_EXTRACTOR = extractor.TLDExtract(suffix_list_urls=())
+
+
 def register_metrics_package() -> None:
     """Make the metrics package importable without executing its eager ``__init__``.
 
     Also what lets OSWorld's own `SetupController` (which imports one helper from the
     metrics package) be imported without torch.
     """
+    _offline_suffix_list()
     _register(_METRICS)
 
 
@@ -322,6 +334,11 @@ def setup_controller_class() -> type[Any]:
     """OSWorld's own ``SetupController`` (its module needs the ``[osworld-setup]`` extra)."""
     _package_root()
     register_metrics_package()  # the controller imports one helper of the metrics package
+    # Its chrome steps log the whole process environment at DEBUG ("PLAYWRIGHT ENV"): keep
+    # its logger at INFO or above so no secret of this process reaches a log.
+    setup_log = logging.getLogger("desktopenv.setup")
+    if setup_log.getEffectiveLevel() < logging.INFO:
+        setup_log.setLevel(logging.INFO)
     # Its module loads OSWorld's paid proxy pool from a file under the current folder at import
     # and logs an ERROR when (as here) there is none; the `proxy` step that uses it is refused.
     pool_log = logging.getLogger("desktopenv.providers.aws.ProxyPool")
