@@ -21,6 +21,15 @@ async def test_a_vm_without_auth_is_reached_on_its_own_url() -> None:
             assert endpoint.browser_unreachable is None  # its DevTools port answers on the same host
 
 
+async def test_a_server_whose_address_changes_is_reached_at_its_current_url() -> None:
+    current = {"url": "http://10.0.0.1:5000"}
+    async with OSWorldClient("http://vm-1", door_url=lambda: current["url"]) as client:
+        assert client.door_route().upstream == ("10.0.0.1", 5000)
+        current["url"] = "http://127.0.0.1:41213"  # relaunched, reached through connect_via
+        async with reach(client) as endpoint:
+            assert endpoint == Endpoint("127.0.0.1", 41213)
+
+
 async def test_a_server_with_a_token_gets_a_stamping_door_closed_afterwards(tmp_path: Any) -> None:
     async with OSWorldClient("http://desktop", token="t0k", uds=str(tmp_path / "ctl.sock")) as client:
         assert client.door_route() == DoorRoute(str(tmp_path / "ctl.sock"), "t0k")
