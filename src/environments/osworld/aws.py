@@ -81,7 +81,12 @@ class AWSDesktop(OSWorldDesktop):
         state_check_interval: float = 30.0,
         on_close: Callable[[AWSDesktop], Awaitable[None]] | None = None,
     ) -> None:
-        client = OSWorldClient(f"http://{machine.name}", token=token, transport=_CurrentInstance(machine))
+        client = OSWorldClient(
+            f"http://{machine.name}",
+            token=token,
+            transport=_CurrentInstance(machine),
+            door_url=lambda: machine.url,
+        )
         super().__init__(
             client,
             name=machine.name,
@@ -159,7 +164,13 @@ class AWSDesktop(OSWorldDesktop):
         serves, and run the task's setup steps on it."""
         await self.revert()
         await self.relabel(task=task.id, rollout=rollout_of(cache_dir))
-        await set_up_with(self.client, task, cache_dir)
+        self.machine.mark_used()  # OSWorld's controller changes the desktop without this client's transport
+        await set_up_with(self.client, task, cache_dir, password=self._facts.password)
+
+    async def score_task(self, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
+        if task.evaluator.get("postconfig"):
+            self.machine.mark_used()  # postconfig steps change the desktop outside this client
+        return await super().score_task(task, cache_dir, last_action=last_action)
 
     async def relabel(self, *, task: str, rollout: int | None) -> None:
         """Tag the instance (and later relaunches) with the task and rollout it now serves."""

@@ -10,12 +10,14 @@ that stays unreachable raises `EnvironmentLost`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from core.protocols import EnvError, EnvironmentLost, ExecResult
+from environments.tasks.door import DoorRoute
 
 __all__ = ["EndpointMissing", "OSWorldClient", "ReplyLost", "ServerError"]
 
@@ -54,9 +56,18 @@ class OSWorldClient:
         retries: int = 3,
         backoff: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
+        uds: str | None = None,
+        netns: Callable[[], str] | None = None,
+        door_url: Callable[[], str | None] | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
+        self._token = token or None
+        self._uds = uds
+        self._netns = netns
+        self._door_url = door_url
+        if uds is not None and transport is None:
+            transport = httpx.AsyncHTTPTransport(uds=uds)
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -68,6 +79,19 @@ class OSWorldClient:
             transport=transport,
             trust_env=False,
         )
+
+    def door_route(self) -> DoorRoute:
+        """How OSWorld's own controllers reach this server: its Unix socket or its URL (``door_url``
+        when the base URL only names a server whose address changes), and the token."""
+        if self._uds is not None:
+            return DoorRoute(self._uds, self._token, netns=self._netns)
+        current = self._door_url() if self._door_url is not None else self.base_url
+        if current is None:
+            raise EnvError(f"{self.base_url} has no server address right now")
+        url = urlsplit(current)
+        if url.hostname is None:
+            raise EnvError(f"{current} names no host for OSWorld's controllers to reach")
+        return DoorRoute((url.hostname, url.port or 80), self._token, direct=True)
 
     async def __aenter__(self) -> OSWorldClient:
         return self

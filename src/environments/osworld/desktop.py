@@ -102,10 +102,12 @@ class OSWorldDesktop(Environment):
         it), then run the setup steps through this desktop's own client."""
         if self._revert is not None:
             await self.revert()
-        await set_up_with(self.client, task, cache_dir)
+        await set_up_with(self.client, task, cache_dir, password=self._facts.password)
 
     async def score_task(self, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
-        return await score_with(self.client, task, cache_dir, last_action=last_action)
+        return await score_with(
+            self.client, task, cache_dir, last_action=last_action, password=self._facts.password
+        )
 
     async def accessibility_tree(self) -> str | None:
         return await self.client.accessibility_tree()

@@ -1,7 +1,8 @@
-"""Tasks in OSWorld's format: loading, setup steps, evaluators and the local task suite."""
+"""Tasks in OSWorld's format: loading, set-up and scoring by OSWorld's own code, and the local task suite."""
 
 from environments.tasks.client import TaskClient, command_output
 from environments.tasks.context import TaskContext
+from environments.tasks.door import Endpoint
 from environments.tasks.errors import (
     TaskError,
     TaskFileError,
@@ -18,6 +19,7 @@ from environments.tasks.support import SupportReport, support_report, task_gaps
 
 __all__ = [
     "SUITE_DIR",
+    "Endpoint",
     "Evaluator",
     "GetterSpec",
     "MetricCall",

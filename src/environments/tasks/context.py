@@ -30,12 +30,10 @@ class TaskContext:
     cache_dir: Path
     #: Replaces ``{CLIENT_PASSWORD}`` in commands (OSWorld's desktop user password).
     client_password: str = "password"
-    #: Filled on first use of a ``{SCREEN_*}`` placeholder.
+    #: Filled on first use of a ``{SCREEN_*}`` placeholder (asked of the desktop), else 1920×1080.
     screen_size: tuple[int, int] | None = None
     #: Host folders local files may come from; empty means the task's tree (see module doc).
     file_roots: tuple[Path, ...] = ()
-    #: Where the desktop's browser answers DevTools (OSWorld's tasks forward 9222 to it).
-    chromium_port: int = 9222
 
     @property
     def task_id(self) -> str:
@@ -58,7 +56,7 @@ class TaskContext:
 
 
 def download_cache_name(url: str, vm_path: str) -> str:
-    """OSWorld's cache file name for a `download` entry."""
+    """The cache file name OSWorld's `SetupController._download_setup` looks for before downloading."""
     return f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_{Path(vm_path).name}"
 
 

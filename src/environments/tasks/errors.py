@@ -33,11 +33,12 @@ class TaskRunError(TaskError):
 class UnsupportedStep(TaskError):
     """A setup or postconfig step type this runner does not implement."""
 
-    def __init__(self, task_id: str, step_type: str, supported: list[str]) -> None:
+    def __init__(self, task_id: str, step_type: str, supported: list[str], reason: str = "") -> None:
         self.task_id = task_id
         self.step_type = step_type
+        why = f" ({reason})" if reason else ""
         super().__init__(
-            f"task {task_id}: setup step type {step_type!r} is not supported; "
+            f"task {task_id}: setup step type {step_type!r} is not supported{why}; "
             f"use one of {', '.join(sorted(supported))} or skip this task"
         )
 
@@ -55,7 +56,10 @@ class UnsupportedMetric(TaskError):
 class UnsupportedGetter(TaskError):
     """An evaluator result/expected getter type this runner does not implement."""
 
-    def __init__(self, task_id: str, getter: str) -> None:
+    def __init__(self, task_id: str, getter: str, reason: str = "") -> None:
         self.task_id = task_id
         self.getter = getter
-        super().__init__(f"task {task_id}: evaluator getter type {getter!r} is not supported; skip this task")
+        why = f" ({reason})" if reason else ""
+        super().__init__(
+            f"task {task_id}: evaluator getter type {getter!r} is not supported{why}; skip this task"
+        )

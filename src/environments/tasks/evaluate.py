@@ -1,62 +1,81 @@
-"""Score a finished task: postconfig steps, getters, metrics, `conj`; a float in [0, 1].
+"""Set up and score a task through OSWorld's own code; a score is a float in [0, 1].
 
-Follows OSWorld's `DesktopEnv.evaluate`: `infeasible` scores 1 iff the agent's last action
-was FAIL, otherwise a FAIL ends with 0; a list of metrics combines with `and` (0 at the
-first zero, else the mean) or `or` (1 at the first one, else the max). Everything the task
-needs is checked before anything runs, so an unsupported task fails fast with one error.
-Unlike OSWorld, an `infeasible` task skips its postconfig: the score depends on the last
-action alone. The metric functions are OSWorld's own (`environments.tasks.official`).
+Setup runs the task's `config` steps through OSWorld's `SetupController` (`steps`); scoring
+follows OSWorld's `DesktopEnv.evaluate`: postconfig steps through the same controller, then
+`infeasible` scores 1 iff the agent's last action was FAIL, otherwise a FAIL ends with 0; each
+metric gets its states from OSWorld's getters (`getters`) and is OSWorld's function (`official`);
+a list of metrics combines with `and` (0 at the first zero, else the mean) or `or` (1 at the
+first one, else the max); a result getter that raises FileNotFoundError scores 0. Everything
+the task needs is checked before anything runs, so an unsupported task fails fast with one
+error. Unlike OSWorld, an `infeasible` task skips its postconfig (the score depends on the
+last action alone), and a metric's score is clamped to [0, 1] with NaN as 0.
+
+The target is an `Endpoint` (a server OSWorld's controllers reach as is) or any `TaskClient`,
+reached through a door for the duration (`door.reach`).
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import math
+from typing import Any
 
 from environments.tasks.client import TaskClient
 from environments.tasks.context import TaskContext
-from environments.tasks.errors import TaskRunError, UnsupportedGetter, UnsupportedMetric, UnsupportedStep
-from environments.tasks.getters import get_state, getter_supported
+from environments.tasks.door import Endpoint, reach
+from environments.tasks.errors import TaskRunError, UnsupportedGetter, UnsupportedMetric
+from environments.tasks.getters import OfficialEnv, get_state, getter_refusal, official_env
 from environments.tasks.model import MetricCall, OSWorldTask
 from environments.tasks.official import metric, unsupported_reason
-from environments.tasks.steps import STEP_TYPES, run_steps
+from environments.tasks.steps import check_steps, in_daemon_thread, run_steps
 
 __all__ = ["check_evaluator", "evaluate", "run_setup"]
 
 
-def check_evaluator(task: OSWorldTask) -> None:
-    """Raise the first reason this task's evaluator cannot run here."""
-    for step in task.evaluator.postconfig:
-        if step.type not in STEP_TYPES:
-            raise UnsupportedStep(task.id, step.type, list(STEP_TYPES))
+def check_evaluator(task: OSWorldTask, endpoint: Endpoint | None = None) -> None:
+    """Raise the first reason this task's evaluator cannot run here (or through `endpoint`)."""
+    ctx_id = task.id
     for call in task.evaluator.calls():
         if call.func == "infeasible":
             continue
         reason = unsupported_reason(call.func)
         if reason is not None:
-            raise UnsupportedMetric(task.id, call.func, reason)
+            raise UnsupportedMetric(ctx_id, call.func, reason)
         for spec in (call.result, call.expected):
-            if spec is not None and not getter_supported(spec.type):
-                raise UnsupportedGetter(task.id, spec.type)
+            if spec is not None:
+                refusal = getter_refusal(spec.type, endpoint)
+                if refusal is not None:
+                    raise UnsupportedGetter(ctx_id, spec.type, refusal)
 
 
-async def run_setup(client: TaskClient, ctx: TaskContext) -> None:
+def _check_task(ctx: TaskContext, endpoint: Endpoint) -> None:
+    check_evaluator(ctx.task, endpoint)
+    check_steps(ctx.task.evaluator.postconfig, ctx, endpoint)
+    check_steps(ctx.task.config, ctx, endpoint)
+
+
+async def run_setup(target: TaskClient | Endpoint, ctx: TaskContext) -> None:
     """Prepare the desktop for the task: its `config` steps, in order.
 
     The evaluator is checked first too, so a task that could never be scored fails before
     an agent spends a rollout on it.
     """
-    check_evaluator(ctx.task)
-    await run_steps(client, ctx.task.config, ctx)
+    async with reach(target) as endpoint:
+        _check_task(ctx, endpoint)
+        await run_steps(endpoint, ctx.task.config, ctx, phase="setup")
 
 
-async def _score(client: TaskClient, call: MetricCall, ctx: TaskContext) -> float:
-    result = await get_state(client, call.result, ctx)
-    expected = await get_state(client, call.expected, ctx)
-    fn = metric(call.func).fn
-    args = (result,) if call.expected is None else (result, expected)
+def _score(env: OfficialEnv, call: MetricCall, ctx: TaskContext) -> float:
+    """One metric on its getters' states, as `DesktopEnv.evaluate` calls it (blocking)."""
     try:
-        score = await asyncio.to_thread(fn, *args, **call.options)
+        result = get_state(env, call.result, ctx)
+    except FileNotFoundError:
+        return 0.0
+    expected = get_state(env, call.expected, ctx)
+    fn = metric(call.func).fn
+    args: tuple[Any, ...] = (result,) if call.expected is None else (result, expected)
+    try:
+        score = fn(*args, **call.options)
     except FileNotFoundError:
         return 0.0
     except Exception as exc:
@@ -69,27 +88,40 @@ async def _score(client: TaskClient, call: MetricCall, ctx: TaskContext) -> floa
     return min(1.0, max(0.0, score))
 
 
-async def evaluate(client: TaskClient, ctx: TaskContext, *, last_action: str | None = None) -> float:
+def _combine(env: OfficialEnv, calls: list[MetricCall], conj: str, ctx: TaskContext) -> float:
+    if len(calls) == 1:
+        return _score(env, calls[0], ctx)
+    scores = []
+    for call in calls:
+        score = _score(env, call, ctx)
+        if conj == "and" and score == 0.0:
+            return 0.0
+        if conj == "or" and score == 1.0:
+            return 1.0
+        scores.append(score)
+    return sum(scores) / len(scores) if conj == "and" else max(scores)
+
+
+async def evaluate(
+    target: TaskClient | Endpoint, ctx: TaskContext, *, last_action: str | None = None
+) -> float:
     """Run postconfig, fetch the states and apply the metrics; `last_action` is e.g. ``"FAIL"``."""
     task = ctx.task
-    check_evaluator(task)
     failed = last_action is not None and last_action.strip().upper() == "FAIL"
     calls = task.evaluator.calls()
     if len(calls) == 1 and calls[0].func == "infeasible":
+        check_evaluator(task)
         return 1.0 if failed else 0.0
-    await run_steps(client, task.evaluator.postconfig, ctx)
-    if failed:
-        return 0.0
     if any(call.func == "infeasible" for call in calls):
         raise UnsupportedMetric(task.id, "infeasible", "only valid as the single metric")
-    if len(calls) == 1:
-        return await _score(client, calls[0], ctx)
-    scores = []
-    for call in calls:
-        score = await _score(client, call, ctx)
-        if task.evaluator.conj == "and" and score == 0.0:
+    async with reach(target) as endpoint:
+        check_evaluator(task, endpoint)
+        check_steps(task.evaluator.postconfig, ctx, endpoint)
+        await run_steps(endpoint, task.evaluator.postconfig, ctx, phase="postconfig")
+        if failed:
             return 0.0
-        if task.evaluator.conj == "or" and score == 1.0:
-            return 1.0
-        scores.append(score)
-    return sum(scores) / len(scores) if task.evaluator.conj == "and" else max(scores)
+        ctx.cache_dir.mkdir(parents=True, exist_ok=True)
+        env = official_env(endpoint, ctx)
+        return await in_daemon_thread(
+            functools.partial(_combine, env, calls, task.evaluator.conj, ctx), what=f"task {task.id}: scoring"
+        )

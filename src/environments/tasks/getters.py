@@ -1,114 +1,140 @@
-"""Evaluator getters: turn a `result` / `expected` spec into a value a metric compares.
+"""Evaluator getters: OSWorld's own ``get_<type>`` functions, called with an `OfficialEnv`.
 
-Files come back to the host (into the task's cache folder) and metrics read them there, as
-OSWorld does; a missing result file yields ``None``, which every metric scores 0.
+The project has no getter implementations. OSWorld's getters take its ``DesktopEnv`` and read
+a handful of its attributes; `OfficialEnv` has exactly those (found by reading the getters of
+desktop-env 1.0.2): ``controller`` (OSWorld's `PythonController` at the door), ``setup_controller``,
+``vm_ip``, ``server_port``, ``chromium_port``, ``vlc_port``, ``cache_dir``,
+``current_use_proxy``, and the ``vm_platform`` / ``vm_screen_size`` properties.
+
+Host-side files: ``cloud_file`` downloads unless ``cache_dir/<dest>`` exists, so each URL is
+seeded there from its local copy first (no network here; a missing copy is one clear line).
+Getters that drive the browser over DevTools are refused with one line where the door cannot
+reach it. Getters are synchronous and run in a thread.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+import functools
+import shutil
+from dataclasses import dataclass
 from typing import Any
 
-from environments.tasks.client import TaskClient, command_output
 from environments.tasks.context import TaskContext, resolve_local
+from environments.tasks.door import Endpoint
 from environments.tasks.errors import TaskRunError, UnsupportedGetter
 from environments.tasks.model import GetterSpec
+from environments.tasks.official import (
+    getter,
+    getter_modules,
+    getter_unsupported_reason,
+    python_controller_class,
+    reads_attribute,
+)
 
-__all__ = ["GETTER_TYPES", "get_state", "getter_supported"]
+__all__ = [
+    "REFUSED_GETTERS",
+    "OfficialEnv",
+    "get_state",
+    "getter_refusal",
+    "getter_supported",
+    "official_env",
+]
 
-Getter = Callable[[TaskClient, dict[str, Any], TaskContext], Awaitable[Any]]
-
-
-def _pick(values: list[Any], params: dict[str, Any]) -> Any:
-    """OSWorld's `multi`/`gives`: return the entries at `gives` (one value if only one)."""
-    gives = params.get("gives", [0])
-    picked = [values[i] for i in gives]
-    return picked[0] if len(picked) == 1 else picked
-
-
-async def _vm_file(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> Any:
-    multi = bool(params.get("multi", False))
-    paths = params["path"] if multi else [params["path"]]
-    dests = params["dest"] if multi else [params["dest"]]
-    if len(paths) != len(dests):
-        raise TaskRunError(f"task {ctx.task_id}: vm_file has {len(paths)} paths for {len(dests)} dests")
-    local: list[str | None] = []
-    for vm_path, dest in zip(paths, dests, strict=True):
-        target = ctx.cache_path(str(dest))
-        target.unlink(missing_ok=True)
-        try:
-            data = await client.file(str(vm_path))
-        except FileNotFoundError:
-            data = None
-        if data is None:
-            local.append(None)
-            continue
-        await asyncio.to_thread(target.write_bytes, data)
-        local.append(str(target))
-    return _pick(local, params) if multi else local[0]
-
-
-async def _vm_command_line(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> str:
-    reply = await client.execute(params["command"], shell=_shell(params))
-    return command_output(reply).stdout
-
-
-async def _vm_command_error(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> str:
-    reply = await client.execute(params["command"], shell=_shell(params))
-    return command_output(reply).stderr
-
-
-def _shell(params: dict[str, Any]) -> bool:
-    value = params.get("shell", False)
-    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
-
-
-async def _rule(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> Any:
-    return params.get("rules")
-
-
-async def _cache_file(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> str:
-    return str(ctx.cache_path(str(params["path"])))
-
-
-async def _cloud_file(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> Any:
-    multi = bool(params.get("multi", False))
-    urls = params["path"] if multi else [params["path"]]
-    dests = params["dest"] if multi else [params["dest"]]
-    local = [str(resolve_local(ctx, str(url), str(dest))) for url, dest in zip(urls, dests, strict=True)]
-    return _pick(local, params) if multi else local[0]
-
-
-async def _vm_screen_size(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> dict[str, int]:
-    width, height = await client.screen_size()
-    return {"width": int(width), "height": int(height)}
-
-
-GETTER_TYPES: dict[str, Getter] = {
-    "vm_file": _vm_file,
-    "vm_command_line": _vm_command_line,
-    "vm_command_error": _vm_command_error,
-    "rule": _rule,
-    "rules": _rule,
-    "cache_file": _cache_file,
-    "cloud_file": _cloud_file,
-    "vm_screen_size": _vm_screen_size,
+#: Getter types OSWorld has but this runner does not run, and why.
+REFUSED_GETTERS = {
+    "googledrive_file": "it needs a Google account and network access",
+    "replay": "it types a recorded trajectory into the desktop instead of reading a state",
 }
 
 
+@dataclass
+class OfficialEnv:
+    """The part of OSWorld's ``DesktopEnv`` its getters read."""
+
+    controller: Any
+    setup_controller: Any
+    vm_ip: str
+    server_port: int
+    chromium_port: int
+    vlc_port: int
+    cache_dir: str
+    current_use_proxy: bool = False
+
+    @property
+    def vm_platform(self) -> str:
+        return str(self.controller.get_vm_platform())
+
+    @property
+    def vm_screen_size(self) -> Any:
+        return self.controller.get_vm_screen_size()
+
+
+def official_env(endpoint: Endpoint, ctx: TaskContext, setup_controller: Any = None) -> OfficialEnv:
+    controller = python_controller_class()(endpoint.host, endpoint.port)
+    return OfficialEnv(
+        controller=controller,
+        setup_controller=setup_controller,
+        vm_ip=endpoint.host,
+        server_port=endpoint.port,
+        chromium_port=endpoint.chromium_port,
+        vlc_port=endpoint.vlc_port,
+        cache_dir=str(ctx.cache_dir),
+    )
+
+
+@functools.cache
+def _needs_browser(getter_type: str) -> bool:
+    return reads_attribute(getter_type, "chromium_port")
+
+
+def getter_refusal(getter_type: str, endpoint: Endpoint | None = None) -> str | None:
+    """Why getter `getter_type` cannot run here (None if it can); with an endpoint, also its reach."""
+    if getter_type in REFUSED_GETTERS:
+        return REFUSED_GETTERS[getter_type]
+    reason = getter_unsupported_reason(getter_type)
+    if reason is not None:
+        return reason
+    if endpoint is not None and endpoint.browser_unreachable and _needs_browser(getter_type):
+        return endpoint.browser_unreachable
+    return None
+
+
 def getter_supported(getter_type: str) -> bool:
-    return getter_type in GETTER_TYPES
+    return getter_refusal(getter_type) is None
 
 
-async def get_state(client: TaskClient, spec: GetterSpec | None, ctx: TaskContext) -> Any:
-    """The value `spec` describes, or ``None`` when there is no spec."""
+def getter_types() -> list[str]:
+    """Every getter type OSWorld's package defines."""
+    return sorted(getter_modules())
+
+
+def _seed_cloud_files(params: dict[str, Any], ctx: TaskContext) -> None:
+    """Put each ``cloud_file`` URL's local copy at ``cache_dir/<dest>``, where the getter looks first."""
+    multi = bool(params.get("multi", False))
+    urls = params["path"] if multi else [params["path"]]
+    dests = params["dest"] if multi else [params["dest"]]
+    for url, dest in zip(urls, dests, strict=True):
+        source = resolve_local(ctx, str(url), str(dest))
+        target = ctx.cache_path(str(dest))
+        if source != target:
+            shutil.copyfile(source, target)
+
+
+def get_state(env: OfficialEnv, spec: GetterSpec | None, ctx: TaskContext) -> Any:
+    """The value `spec` describes, by OSWorld's getter, or ``None`` when there is no spec (blocking)."""
     if spec is None:
         return None
-    getter = GETTER_TYPES.get(spec.type)
-    if getter is None:
-        raise UnsupportedGetter(ctx.task_id, spec.type)
+    reason = getter_refusal(spec.type)
+    if reason is not None:
+        raise UnsupportedGetter(ctx.task_id, spec.type, reason)
+    params = dict(spec.params)
     try:
-        return await getter(client, spec.params, ctx)
+        if spec.type == "cloud_file":
+            _seed_cloud_files(params, ctx)
+        for key in ("dest",):
+            for name in params[key] if isinstance(params.get(key), list) else [params.get(key)]:
+                if isinstance(name, str):
+                    ctx.cache_path(name)  # refuses names that climb out of the cache
     except KeyError as exc:
         raise TaskRunError(f"task {ctx.task_id}: getter {spec.type!r} lacks field {exc}") from None
+    return getter(spec.type).fn(env, {"type": spec.type} | params)

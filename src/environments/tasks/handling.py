@@ -1,6 +1,7 @@
 """A core `Task`'s setup and scoring through any task client: what environments call from
 their `prepare_task` / `score_task`, so each provider only says how it reverts and which
-client reaches its desktop."""
+client reaches its desktop. Both run OSWorld's own code at a door to that client
+(`environments.tasks.door`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from core.trajectory import Task
 from environments.tasks.client import TaskClient
 from environments.tasks.context import TaskContext
 from environments.tasks.convert import from_core_task
+from environments.tasks.door import Endpoint
 from environments.tasks.evaluate import evaluate, run_setup
 
 __all__ = ["needs_client", "score_with", "set_up_with"]
@@ -20,17 +22,31 @@ def needs_client(task: Task) -> bool:
     return bool(task.config or task.evaluator)
 
 
-async def set_up_with(client: TaskClient, task: Task, cache_dir: Path) -> None:
+def _context(task: Task, cache_dir: Path, password: str | None) -> TaskContext:
+    ctx = TaskContext(task=from_core_task(task), cache_dir=cache_dir)
+    if password is not None:
+        ctx.client_password = password  # fills OSWorld's {CLIENT_PASSWORD} placeholders
+    return ctx
+
+
+async def set_up_with(
+    client: TaskClient | Endpoint, task: Task, cache_dir: Path, *, password: str | None = None
+) -> None:
     """Run `task`'s setup steps through `client` (after checking its evaluator can run)."""
     if needs_client(task):
-        await run_setup(client, TaskContext(task=from_core_task(task), cache_dir=cache_dir))
+        await run_setup(client, _context(task, cache_dir, password))
 
 
 async def score_with(
-    client: TaskClient, task: Task, cache_dir: Path, *, last_action: str | None
+    client: TaskClient | Endpoint,
+    task: Task,
+    cache_dir: Path,
+    *,
+    last_action: str | None,
+    password: str | None = None,
 ) -> float | None:
     """`task`'s evaluator through `client`; None without one. `last_action` ``"fail"`` is OSWorld's FAIL."""
     if not task.evaluator:
         return None
-    ctx = TaskContext(task=from_core_task(task), cache_dir=cache_dir)
+    ctx = _context(task, cache_dir, password)
     return await evaluate(client, ctx, last_action="FAIL" if last_action == "fail" else None)

@@ -1,10 +1,12 @@
-"""OSWorld's own metric functions, from the pinned `desktop-env` package, one module at a time.
+"""OSWorld's own metrics, getters and controllers, from the pinned `desktop-env` package, one module at a time.
 
-A submitted OSWorld score is only meaningful when each task is scored by OSWorld's own
-functions, so the project has no metric implementations of its own: `metric(name)` returns
-the function from `desktop_env.evaluators.metrics`.
+A submitted OSWorld score is only meaningful when each task is set up and scored by OSWorld's
+own code, so the project has no metric, getter or setup-step implementations of its own:
+`metric(name)` returns the function from `desktop_env.evaluators.metrics`, `getter(type)` the
+``get_<type>`` of `desktop_env.evaluators.getters`, and `setup_controller_class()` its
+`SetupController`.
 
-Why one module at a time: the package's ``metrics/__init__.py`` imports every metric module,
+Why one module at a time: the package's ``metrics/__init__.py`` (and ``getters/__init__.py``) imports every module,
 and so torch (through easyocr), librosa and the rest, although each metric needs only its
 own module's imports. This loader registers the metrics package without running that
 ``__init__`` and imports only the module that defines the wanted function; which module
@@ -23,6 +25,7 @@ import importlib
 import importlib.machinery
 import importlib.metadata
 import importlib.util
+import logging
 import sys
 import types
 from collections.abc import Callable
@@ -35,10 +38,16 @@ __all__ = [
     "OFFICIAL_VERSION",
     "MissingScorer",
     "OfficialMetric",
+    "getter",
+    "getter_modules",
+    "getter_unsupported_reason",
     "metric",
     "metric_modules",
+    "python_controller_class",
+    "reads_attribute",
     "register_metrics_package",
     "scorer_tag",
+    "setup_controller_class",
     "unsupported_reason",
 ]
 
@@ -46,6 +55,7 @@ OFFICIAL_PACKAGE = "desktop-env"
 #: The version every score is computed with; another installed version is refused.
 OFFICIAL_VERSION = "1.0.2"
 _METRICS = "desktop_env.evaluators.metrics"
+_GETTERS = "desktop_env.evaluators.getters"
 #: Import names whose PyPI distribution is named differently.
 _DISTRIBUTIONS = {
     "docx": "python-docx",
@@ -63,6 +73,7 @@ _DISTRIBUTIONS = {
     "sklearn": "scikit-learn",
 }
 _INSTALL_HINT = "pip install 'agent-s3[osworld]'"
+_SETUP_HINT = "pip install 'agent-s3[osworld-setup]'"
 
 
 class MissingScorer(RuntimeError):
@@ -82,7 +93,8 @@ def scorer_tag() -> str:
 
 
 @functools.cache
-def _metrics_dir() -> Path:
+def _package_root() -> Path:
+    """The installed ``desktop_env`` folder, after checking it is the pinned version."""
     try:
         installed = importlib.metadata.version(OFFICIAL_PACKAGE)
     except importlib.metadata.PackageNotFoundError as exc:
@@ -98,13 +110,21 @@ def _metrics_dir() -> Path:
     spec = importlib.util.find_spec("desktop_env")
     if spec is None or not spec.submodule_search_locations:
         raise MissingScorer(f"{OFFICIAL_PACKAGE} is installed but desktop_env cannot be found: reinstall it")
-    return Path(next(iter(spec.submodule_search_locations))) / "evaluators" / "metrics"
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _package_dir(package: str) -> Path:
+    return _package_root().joinpath(*package.split(".")[1:])
+
+
+def _metrics_dir() -> Path:
+    return _package_dir(_METRICS)
 
 
 @functools.cache
-def metric_modules() -> dict[str, str]:
-    """Every metric name the official package exports → the module defining it (from its ``__init__``)."""
-    init = _metrics_dir() / "__init__.py"
+def _exports(package: str) -> dict[str, str]:
+    """Every name `package`'s ``__init__`` exports → the module defining it (``__init__`` for its own)."""
+    init = _package_dir(package) / "__init__.py"
     tree = ast.parse(init.read_text(encoding="utf-8"), str(init))
     found: dict[str, str] = {}
     for node in tree.body:
@@ -116,46 +136,82 @@ def metric_modules() -> dict[str, str]:
     return found
 
 
+def metric_modules() -> dict[str, str]:
+    """Every metric name the official package exports → the module defining it (from its ``__init__``)."""
+    return _exports(_METRICS)
+
+
+def getter_modules() -> dict[str, str]:
+    """Every getter type (``vm_file`` for ``get_vm_file``) → the module defining its function."""
+    return {name.removeprefix("get_"): module for name, module in _exports(_GETTERS).items()}
+
+
 @dataclass(frozen=True)
 class _ModuleSource:
-    """What the metric module's source says: `import x` names and who references what."""
+    """What a module's source says: `import x` names and who references what."""
 
     plain_imports: dict[str, str]  # local name → top-level package, for `import x [as y]`
     from_imports: frozenset[str]  # top-level packages imported with `from x import y`
     references: dict[str, frozenset[str]]  # module-level function → names it references
+    attributes: dict[str, frozenset[str]]  # module-level function → attribute names it reads
 
 
 @functools.cache
-def _module_source(module: str) -> _ModuleSource:
-    path = _metrics_dir() / f"{module}.py"
+def _module_source(package: str, module: str) -> _ModuleSource:
+    path = _package_dir(package) / f"{module}.py"
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     plain: dict[str, str] = {}
     froms: set[str] = set()
     references: dict[str, frozenset[str]] = {}
+    attributes: dict[str, frozenset[str]] = {}
     for node in tree.body:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 top = alias.name.split(".")[0]
                 plain[alias.asname or top] = top
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            froms.add(node.module.split(".")[0])
+            top = node.module.split(".")[0]
+            if top != "desktop_env":
+                froms.add(top)
         elif isinstance(node, ast.FunctionDef):
             references[node.name] = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-    return _ModuleSource(plain, frozenset(froms), references)
+            attributes[node.name] = frozenset(n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute))
+    return _ModuleSource(plain, frozenset(froms), references, attributes)
 
 
-def _used_packages(module: str, name: str) -> set[str]:
-    """Top-level packages `name` uses through `import x` names, following calls within its module."""
-    source = _module_source(module)
-    seen, todo, used = {name}, [name], set()
+def _reachable(package: str, module: str, name: str) -> set[str]:
+    """`name` and the functions of its module it calls, transitively."""
+    source = _module_source(package, module)
+    seen, todo = {name}, [name]
     while todo:
         for ref in source.references.get(todo.pop(), frozenset()):
-            if ref in source.plain_imports:
-                used.add(source.plain_imports[ref])
-            elif ref in source.references and ref not in seen:
+            if ref in source.references and ref not in seen:
                 seen.add(ref)
                 todo.append(ref)
+    return seen
+
+
+def _used_packages(package: str, module: str, name: str) -> set[str]:
+    """Top-level packages `name` uses through `import x` names, following calls within its module."""
+    source = _module_source(package, module)
+    used: set[str] = set()
+    for fn in _reachable(package, module, name):
+        used |= {
+            source.plain_imports[r]
+            for r in source.references.get(fn, frozenset())
+            if r in source.plain_imports
+        }
     return used
+
+
+def reads_attribute(getter_type: str, attribute: str) -> bool:
+    """Whether OSWorld's getter (or a function of its module it calls) reads ``<x>.attribute``."""
+    module = getter_modules()[getter_type]
+    source = _module_source(_GETTERS, module)
+    name = f"get_{getter_type}"
+    return any(
+        attribute in source.attributes.get(fn, frozenset()) for fn in _reachable(_GETTERS, module, name)
+    )
 
 
 def _installed(package: str) -> bool:
@@ -166,21 +222,49 @@ def _installed(package: str) -> bool:
 
 
 class _Absent(types.ModuleType):
-    """Stands in for a package a metric module imports but the wanted metric never uses."""
+    """Stands in for a package a module imports but the wanted function never uses."""
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__"):
             raise AttributeError(attribute)
         package = _DISTRIBUTIONS.get(self.__name__, self.__name__)
-        raise MissingScorer(f"this OSWorld metric needs the Python package {package}: pip install {package}")
+        raise MissingScorer(
+            f"this OSWorld function needs the Python package {package}: pip install {package}"
+        )
 
 
-def _missing_message(name: str, module: str, package: str) -> str:
+def _missing_message(kind: str, name: str, module: str, package: str) -> str:
     package = _DISTRIBUTIONS.get(package, package)
     return (
-        f"OSWorld's metric {name} (module {module} of {scorer_tag()}) needs the Python package "
+        f"OSWorld's {kind} {name} (module {module} of {scorer_tag()}) needs the Python package "
         f"{package}: pip install {package}"
     )
+
+
+def _register(package: str) -> None:
+    """Make `package` importable without executing its eager ``__init__``."""
+    if package in sys.modules:
+        return
+    importlib.import_module(package.rpartition(".")[0])
+    folder = _package_dir(package)
+    spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+    spec.submodule_search_locations = [str(folder)]
+    module = types.ModuleType(package)
+    module.__spec__ = spec
+    module.__path__ = [str(folder)]
+    module.__file__ = str(folder / "__init__.py")
+    sys.modules[package] = module
+
+
+@functools.cache
+def _offline_suffix_list() -> None:
+    """tldextract (OSWorld's URL helpers use it) fetches the public suffix list on first use;
+    this runner has no network, so it reads the list bundled with the package instead."""
+    if importlib.util.find_spec("tldextract") is None:
+        return
+    import tldextract.tldextract as extractor
+
+    extractor.TLD_EXTRACTOR = extractor.TLDExtract(suffix_list_urls=())
 
 
 def register_metrics_package() -> None:
@@ -189,17 +273,26 @@ def register_metrics_package() -> None:
     Also what lets OSWorld's own `SetupController` (which imports one helper from the
     metrics package) be imported without torch.
     """
-    if _METRICS in sys.modules:
-        return
-    importlib.import_module("desktop_env.evaluators")
-    folder = _metrics_dir()
-    spec = importlib.machinery.ModuleSpec(_METRICS, None, is_package=True)
-    spec.submodule_search_locations = [str(folder)]
-    package = types.ModuleType(_METRICS)
-    package.__spec__ = spec
-    package.__path__ = [str(folder)]
-    package.__file__ = str(folder / "__init__.py")
-    sys.modules[_METRICS] = package
+    _offline_suffix_list()
+    _register(_METRICS)
+
+
+def _load(kind: str, package: str, module: str, name: str) -> OfficialMetric:
+    _register(package)
+    source = _module_source(package, module)
+    for needed in sorted(_used_packages(package, module, name) | source.from_imports):
+        if not _installed(needed):
+            raise MissingScorer(_missing_message(kind, name, module, needed))
+    for needed in sorted(set(source.plain_imports.values())):
+        if not _installed(needed):
+            sys.modules[needed] = _Absent(needed)
+    try:
+        loaded = importlib.import_module(f"{package}.{module}")
+    except ModuleNotFoundError as exc:
+        raise MissingScorer(
+            _missing_message(kind, name, module, (exc.name or str(exc)).split(".")[0])
+        ) from exc
+    return OfficialMetric(name, module, getattr(loaded, name))
 
 
 @functools.cache
@@ -212,18 +305,63 @@ def metric(name: str) -> OfficialMetric:
     if module == "__init__":
         raise KeyError(f"{name!r} is not a function of files; the evaluator decides it from the last action")
     register_metrics_package()
-    source = _module_source(module)
-    for package in sorted(_used_packages(module, name) | source.from_imports):
-        if not _installed(package):
-            raise MissingScorer(_missing_message(name, module, package))
-    for package in sorted(set(source.plain_imports.values())):
-        if not _installed(package):
-            sys.modules[package] = _Absent(package)
+    return _load("metric", _METRICS, module, name)
+
+
+@functools.cache
+def getter(getter_type: str) -> OfficialMetric:
+    """OSWorld's ``get_<getter_type>``; `MissingScorer` says what to install, `KeyError` if none."""
+    modules = getter_modules()
+    if getter_type not in modules:
+        raise KeyError(f"OSWorld ({scorer_tag()}) has no getter type {getter_type!r}")
+    register_metrics_package()  # some getter modules import metric helpers
+    return _load("getter", _GETTERS, modules[getter_type], f"get_{getter_type}")
+
+
+def getter_unsupported_reason(getter_type: str) -> str | None:
+    """Why getter `getter_type` cannot run here (no such official getter, a package to install), or None."""
     try:
-        loaded = importlib.import_module(f"{_METRICS}.{module}")
+        getter(getter_type)
+    except KeyError as exc:
+        return str(exc.args[0]) if exc.args else f"no getter {getter_type!r}"
+    except MissingScorer as exc:
+        return str(exc)
+    return None
+
+
+@functools.cache
+def setup_controller_class() -> type[Any]:
+    """OSWorld's own ``SetupController`` (its module needs the ``[osworld-setup]`` extra)."""
+    _package_root()
+    register_metrics_package()  # the controller imports one helper of the metrics package
+    # Its chrome steps log the whole process environment at DEBUG ("PLAYWRIGHT ENV"): keep
+    # its logger at INFO or above so no secret of this process reaches a log.
+    setup_log = logging.getLogger("desktopenv.setup")
+    if setup_log.getEffectiveLevel() < logging.INFO:
+        setup_log.setLevel(logging.INFO)
+    # Its module loads OSWorld's paid proxy pool from a file under the current folder at import
+    # and logs an ERROR when (as here) there is none; the `proxy` step that uses it is refused.
+    pool_log = logging.getLogger("desktopenv.providers.aws.ProxyPool")
+    pool_log.disabled = True
+    try:
+        from desktop_env.controllers.setup import SetupController
     except ModuleNotFoundError as exc:
-        raise MissingScorer(_missing_message(name, module, (exc.name or str(exc)).split(".")[0])) from exc
-    return OfficialMetric(name, module, getattr(loaded, name))
+        package = _DISTRIBUTIONS.get((exc.name or "").split(".")[0], exc.name or str(exc))
+        raise MissingScorer(
+            f"OSWorld's setup controller ({scorer_tag()}) needs the Python package {package}: {_SETUP_HINT}"
+        ) from exc
+    finally:
+        pool_log.disabled = False
+    return SetupController  # type: ignore[no-any-return]
+
+
+@functools.cache
+def python_controller_class() -> type[Any]:
+    """OSWorld's own host-side ``PythonController``, which the getters call through ``env.controller``."""
+    _package_root()
+    from desktop_env.controllers.python import PythonController
+
+    return PythonController  # type: ignore[no-any-return]
 
 
 def unsupported_reason(name: str) -> str | None:

@@ -1,110 +1,107 @@
-"""Setup and postconfig steps (`{type, parameters}`) run through a `TaskClient`.
+"""Setup and postconfig steps (`{type, parameters}`), run by OSWorld's own `SetupController`.
 
-Semantics follow OSWorld's host-side setup controller: placeholders are filled in commands,
-`execute` may save outputs to the cache and repeat `until` a condition holds, `download`
-uploads a host file into the desktop. Unlike OSWorld, any failed step stops the setup with
-one error naming the task, the step and its type, so a half-prepared desktop is never scored;
-a command that ran and exited non-zero is not a failure (OSWorld's setups rely on that).
+The project has no step implementations: each step goes to the pinned desktop-env's
+``SetupController.setup([step])`` pointed at an `Endpoint` (a door to the desktop's server).
+What this module adds around it:
+
+* every step type is checked first (an unknown or refused type fails before anything runs);
+* host files are made available the way the controller looks for them, since there is no
+  network: a `download` URL is served from a local copy seeded into the cache under the
+  controller's own name (`download_cache_name`), an `upload_file` ``local_path`` is resolved
+  inside the task's folders; a missing file is one clear line, never a download;
+* the controller's own connection check runs once, then each step is dispatched to its
+  ``_<type>_setup`` method as ``SetupController.setup`` does, one at a time;
+* a failed step stops the setup with one line naming task, step and type. The controller
+  raises for some failures but only logs others (a launch or command the server refused, a
+  window call that failed), so its ERROR log records, from this step's thread alone, count
+  as a failure too;
+* an ``until`` condition is bounded (`UNTIL_LIMIT_S`; OSWorld waits for ever).
 """
 
 from __future__ import annotations
 
 import asyncio
-import shlex
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+import contextlib
+import functools
+import logging
+import shutil
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
-from environments.tasks import browser_steps
-from environments.tasks.client import TaskClient, command_not_run, command_output
 from environments.tasks.context import TaskContext, download_cache_name, resolve_local
+from environments.tasks.door import Endpoint
 from environments.tasks.errors import TaskError, TaskRunError, UnsupportedStep
 from environments.tasks.model import SetupStep
+from environments.tasks.official import MissingScorer, python_controller_class, setup_controller_class
 
-__all__ = ["STEP_TYPES", "run_step", "run_steps", "step_supported"]
+__all__ = [
+    "REFUSED_STEPS",
+    "UNTIL_LIMIT_S",
+    "official_step_types",
+    "run_steps",
+    "step_refusal",
+    "step_supported",
+]
 
-StepHandler = Callable[[TaskClient, dict[str, Any], TaskContext], Awaitable[None]]
+T = TypeVar("T")
 
-#: How long an `until` condition is retried before the step fails (OSWorld has no bound).
+#: How long a step with an ``until`` condition may repeat before the setup fails.
 UNTIL_LIMIT_S = 60.0
-UNTIL_INTERVAL_S = 0.3
+_LOGGER = "desktopenv.setup"
+
+#: Step types OSWorld's controller has but this runner does not run, and why.
+REFUSED_STEPS = {
+    "tidy_desktop": "OSWorld's controller does not implement it",
+    "act": "OSWorld's controller does not implement it",
+    "replay": "OSWorld's controller does not implement it",
+    "googledrive": "it needs a Google account and network access",
+    "login": "it needs a website account and network access",
+    "proxy": "it needs OSWorld's paid proxy pool and network access",
+}
+#: Steps that drive the desktop's browser over DevTools.
+_BROWSER_STEPS = {"chrome_open_tabs", "chrome_close_tabs", "login"}
+#: Steps whose failures the controller only logs (at ERROR) instead of raising.
+_LOGGED_FAILURES = {"execute", "command", "launch", "activate_window", "close_window", "change_wallpaper"}
 
 
-def _flag(value: Any) -> bool:
-    """OSWorld files sometimes write booleans as strings ("true")."""
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes")
-    return bool(value)
+@functools.cache
+def official_step_types() -> frozenset[str]:
+    """Every step type OSWorld's `SetupController` defines (``_<type>_setup``)."""
+    controller = setup_controller_class()
+    return frozenset(
+        name[1 : -len("_setup")]
+        for name in dir(controller)
+        if name.startswith("_") and name.endswith("_setup")
+    )
 
 
-async def _fill(command: Any, client: TaskClient, ctx: TaskContext) -> str | list[str]:
-    """Replace `{CLIENT_PASSWORD}` and `{SCREEN_*}` placeholders in a string or list command."""
-    parts = [command] if isinstance(command, str) else [str(p) for p in command]
-    if any("{SCREEN_" in p for p in parts) and ctx.screen_size is None:
-        width, height = await client.screen_size()
-        ctx.screen_size = (int(width), int(height))
-    values = {"{CLIENT_PASSWORD}": ctx.client_password}
-    if ctx.screen_size is not None:
-        width, height = ctx.screen_size
-        values |= {
-            "{SCREEN_WIDTH}": str(width),
-            "{SCREEN_HEIGHT}": str(height),
-            "{SCREEN_WIDTH_HALF}": str(width // 2),
-            "{SCREEN_HEIGHT_HALF}": str(height // 2),
-        }
-    filled = []
-    for part in parts:
-        for key, value in values.items():
-            part = part.replace(key, value)
-        filled.append(part)
-    return filled[0] if isinstance(command, str) else filled
+def step_refusal(step_type: str, endpoint: Endpoint | None = None) -> str | None:
+    """Why `step_type` cannot run here (None if it can); with an endpoint, also its reach."""
+    try:
+        known = official_step_types()
+    except MissingScorer as exc:
+        return str(exc)
+    if step_type not in known:
+        return f"OSWorld's setup controller has no step type {step_type!r}"
+    if step_type in REFUSED_STEPS:
+        return REFUSED_STEPS[step_type]
+    if endpoint is not None and step_type in _BROWSER_STEPS and endpoint.browser_unreachable:
+        return endpoint.browser_unreachable
+    return None
 
 
-def _until_met(until: dict[str, Any], code: int, out: str, err: str) -> bool:
-    if "returncode" in until and code != int(until["returncode"]):
-        return False
-    if "stdout" in until and str(until["stdout"]) not in out:
-        return False
-    return not ("stderr" in until and str(until["stderr"]) not in err)
+def step_supported(step_type: str) -> bool:
+    return step_refusal(step_type) is None
 
 
-async def _execute(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> None:
-    if "command" not in params:
-        raise TaskRunError("parameter 'command' is missing")
-    command = await _fill(params["command"], client, ctx)
-    shell = _flag(params.get("shell", False))
-    until = params.get("until") or {}
-    deadline = asyncio.get_running_loop().time() + UNTIL_LIMIT_S
-    while True:
-        reply = await client.execute(command, shell=shell)
-        problem = command_not_run(reply)
-        if problem is not None:
-            raise TaskRunError(f"command {command!r} did not run: {problem}")
-        code, out, err = command_output(reply)
-        if not until or _until_met(until, code, out, err):
-            break
-        if asyncio.get_running_loop().time() > deadline:
-            raise TaskRunError(f"condition {until} not met within {UNTIL_LIMIT_S:.0f} s")
-        await asyncio.sleep(UNTIL_INTERVAL_S)
-    if params.get("stdout"):
-        ctx.cache_path(str(params["stdout"])).write_text(out, encoding="utf-8")
-    if params.get("stderr"):
-        ctx.cache_path(str(params["stderr"])).write_text(err, encoding="utf-8")
-
-
-async def _launch(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> None:
-    command = await _fill(params["command"], client, ctx)
-    shell = _flag(params.get("shell", False))
-    if isinstance(command, str) and not shell:
-        command = shlex.split(command)
-    await client.launch(command, shell=shell)
-
-
-async def _open(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> None:
-    await client.open_file(str(params["path"]))
-
-
-async def _sleep(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> None:
-    await asyncio.sleep(float(params.get("seconds", 1)))
+def check_steps(steps: Sequence[SetupStep], ctx: TaskContext, endpoint: Endpoint | None) -> None:
+    for step in steps:
+        reason = step_refusal(step.type, endpoint)
+        if reason is not None:
+            raise UnsupportedStep(
+                ctx.task_id, step.type, sorted(official_step_types() - set(REFUSED_STEPS)), reason
+            )
 
 
 def _files(params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -114,79 +111,150 @@ def _files(params: dict[str, Any]) -> list[dict[str, Any]]:
     return files
 
 
-async def _upload_file(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> None:
-    for entry in _files(params):
-        source = resolve_local(
-            ctx, str(entry["local_path"]), download_cache_name(str(entry["local_path"]), str(entry["path"]))
-        )
-        data = await asyncio.to_thread(source.read_bytes)
-        await client.upload(str(entry["path"]), data)
+def _host_side(step: SetupStep, ctx: TaskContext) -> dict[str, Any]:
+    """The step's parameters with host files put where the controller reads them."""
+    params = dict(step.parameters)
+    if step.type == "download":
+        for entry in _files(params):
+            url, vm_path = str(entry["url"]), str(entry["path"])
+            name = download_cache_name(url, vm_path)
+            source = resolve_local(ctx, url, name)
+            target = ctx.cache_path(name)
+            if source != target:
+                shutil.copyfile(source, target)
+    elif step.type == "upload_file":
+        params["files"] = [
+            entry
+            | {"local_path": str(resolve_local(ctx, str(entry["local_path"]), str(entry["local_path"])))}
+            for entry in _files(params)
+        ]
+    elif step.type in ("execute", "command"):
+        for key in ("stdout", "stderr"):
+            if params.get(key):
+                ctx.cache_path(str(params[key]))  # refuses names that climb out of the cache
+    return params
 
 
-async def _download(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> None:
-    for entry in _files(params):
-        url, vm_path = str(entry["url"]), str(entry["path"])
-        source = resolve_local(ctx, url, download_cache_name(url, vm_path))
-        data = await asyncio.to_thread(source.read_bytes)
-        await client.upload(vm_path, data)
+class _StepErrors(logging.Handler):
+    """Collects the controller's ERROR records logged from one thread."""
+
+    def __init__(self, thread: int) -> None:
+        super().__init__(logging.ERROR)
+        self.thread = thread
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread:
+            self.messages.append(record.getMessage())
 
 
-async def _activate_window(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> None:
-    await client.activate_window(
-        str(params["window_name"]),
-        strict=_flag(params.get("strict", False)),
-        by_class=_flag(params.get("by_class", False)),
-    )
-
-
-async def _close_window(client: TaskClient, params: dict[str, Any], ctx: TaskContext) -> None:
-    await client.close_window(
-        str(params["window_name"]),
-        strict=_flag(params.get("strict", False)),
-        by_class=_flag(params.get("by_class", False)),
-    )
-
-
-STEP_TYPES: dict[str, StepHandler] = {
-    "execute": _execute,
-    "command": _execute,
-    "launch": _launch,
-    "open": _open,
-    "sleep": _sleep,
-    "upload_file": _upload_file,
-    "download": _download,
-    "activate_window": _activate_window,
-    "close_window": _close_window,
-}
-if browser_steps.available():
-    STEP_TYPES["chrome_open_tabs"] = browser_steps.chrome_open_tabs
-
-
-def step_supported(step_type: str) -> bool:
-    return step_type in STEP_TYPES
-
-
-async def run_step(client: TaskClient, step: SetupStep, ctx: TaskContext, index: int = 0) -> None:
-    """Run one step; any failure becomes one `TaskRunError` naming task, step and type."""
-    handler = STEP_TYPES.get(step.type)
-    if handler is None:
-        raise UnsupportedStep(ctx.task_id, step.type, list(STEP_TYPES))
+@contextlib.contextmanager
+def _collect_errors() -> Iterator[_StepErrors]:
+    logger = logging.getLogger(_LOGGER)
+    handler = _StepErrors(threading.get_ident())
+    logger.addHandler(handler)
     try:
-        await handler(client, step.parameters, ctx)
-    except TaskError as exc:
-        if isinstance(exc, TaskRunError) and str(exc).startswith(f"task {ctx.task_id}:"):
-            raise
-        raise TaskRunError(f"task {ctx.task_id}: step {index} ({step.type}) failed: {exc}") from exc
-    except KeyError as exc:
-        raise TaskRunError(f"task {ctx.task_id}: step {index} ({step.type}) lacks parameter {exc}") from None
-    except (OSError, ValueError, TypeError) as exc:
-        raise TaskRunError(f"task {ctx.task_id}: step {index} ({step.type}) failed: {exc}") from exc
+        yield handler
+    finally:
+        logger.removeHandler(handler)
 
 
-async def run_steps(client: TaskClient, steps: Sequence[SetupStep], ctx: TaskContext) -> None:
-    """Check every step type first (so nothing runs for an unsupported task), then run them in order."""
-    for step in steps:
-        if step.type not in STEP_TYPES:
-            raise UnsupportedStep(ctx.task_id, step.type, list(STEP_TYPES))
+async def in_daemon_thread(fn: Callable[[], T], *, limit: float | None = None, what: str = "call") -> T:
+    """Run blocking official code in a daemon thread (one that outlives a time limit never blocks exit)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def deliver(value: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)  # type: ignore[arg-type]
+
+    def work() -> None:
+        try:
+            value = fn()
+        except BaseException as exc:  # handed to the awaiting task, which raises it
+            loop.call_soon_threadsafe(deliver, None, exc)
+        else:
+            loop.call_soon_threadsafe(deliver, value, None)
+
+    threading.Thread(target=work, name="osworld-official", daemon=True).start()
+    try:
+        return await asyncio.wait_for(future, limit)
+    except TimeoutError:
+        raise TaskRunError(f"{what} did not finish within {limit:.0f} s") from None
+
+
+def _controller(endpoint: Endpoint, ctx: TaskContext, steps: Sequence[SetupStep]) -> Any:
+    if ctx.screen_size is None and any("{SCREEN_" in str(s.parameters.get("command", "")) for s in steps):
+        size = python_controller_class()(endpoint.host, endpoint.port).get_vm_screen_size()
+        if not size:
+            raise TaskRunError(f"task {ctx.task_id}: the desktop did not tell its screen size")
+        ctx.screen_size = (int(size["width"]), int(size["height"]))
+    width, height = ctx.screen_size or (1920, 1080)
+    return setup_controller_class()(
+        vm_ip=endpoint.host,
+        server_port=endpoint.port,
+        chromium_port=endpoint.chromium_port,
+        vlc_port=endpoint.vlc_port,
+        cache_dir=str(ctx.cache_dir),
+        client_password=ctx.client_password,
+        screen_width=width,
+        screen_height=height,
+    )
+
+
+def _probe(controller: Any) -> None:
+    """OSWorld's own connection check (``setup([])`` polls ``/terminal``), once per run of steps."""
+    if controller.setup([]) is False:
+        raise TaskRunError(f"the controller server at {controller.http_server} did not answer")
+
+
+def _run_one(controller: Any, step_type: str, params: dict[str, Any]) -> str | None:
+    """One step, dispatched as ``SetupController.setup`` does (``_<type>_setup(**parameters)``);
+    the first failure it raised or logged, else None. `_probe` did setup's connection check."""
+    with _collect_errors() as errors:
+        try:
+            getattr(controller, f"_{step_type}_setup")(**params)
+        except TypeError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        except Exception as exc:
+            return str(exc) or type(exc).__name__
+    if step_type in _LOGGED_FAILURES and errors.messages:
+        return errors.messages[0]
+    return None
+
+
+async def run_steps(
+    endpoint: Endpoint, steps: Sequence[SetupStep], ctx: TaskContext, *, phase: str = "setup"
+) -> None:
+    """Check every step first (so nothing runs for a refused task), then run them in order."""
+    check_steps(steps, ctx, endpoint)
+    if not steps:
+        return
+    ctx.cache_dir.mkdir(parents=True, exist_ok=True)
+    controller = await in_daemon_thread(functools.partial(_controller, endpoint, ctx, steps), what="setup")
+    try:
+        await in_daemon_thread(functools.partial(_probe, controller), what=f"task {ctx.task_id}: {phase}")
+    except TaskRunError as exc:
+        raise TaskRunError(f"task {ctx.task_id}: {phase} failed: {exc}") from None
     for index, step in enumerate(steps):
-        await run_step(client, step, ctx, index)
+        where = f"task {ctx.task_id}: {phase} step {index} ({step.type})"
+        try:
+            params = await asyncio.to_thread(_host_side, step, ctx)
+        except KeyError as exc:
+            raise TaskRunError(f"{where} lacks parameter {exc}") from None
+        except TaskError as exc:
+            if str(exc).startswith(f"task {ctx.task_id}:"):
+                raise
+            raise TaskRunError(f"{where} failed: {exc}") from exc
+        limit = UNTIL_LIMIT_S if params.get("until") else None
+        problem = await in_daemon_thread(
+            functools.partial(_run_one, controller, step.type, params), limit=limit, what=where
+        )
+        if problem is not None:
+            if "unexpected keyword argument" in problem or "missing 1 required" in problem:
+                raise TaskRunError(f"{where} has wrong parameters: {problem.splitlines()[0]}")
+            raise TaskRunError(f"{where} failed: {problem.splitlines()[0] if problem else 'no reason given'}")

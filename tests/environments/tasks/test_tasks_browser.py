@@ -1,8 +1,10 @@
-"""chrome_open_tabs through OSWorld's own setup controller against a real Chromium's DevTools."""
+"""chrome_open_tabs through OSWorld's own setup controller against a real Chromium's DevTools,
+and the one-line refusal where a door cannot reach the browser."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import shutil
 import socket
@@ -16,9 +18,8 @@ from typing import Any
 
 import pytest
 
-from environments.osworld import OSWorldClient
-from environments.tasks import TaskRunError, run_setup
-from environments.tasks.browser_steps import available
+from environments.tasks import UnsupportedStep, run_setup
+from environments.tasks.door import ClientDoor, Endpoint
 
 pytestmark = [pytest.mark.integration]
 
@@ -38,7 +39,7 @@ def _tabs(port: int) -> list[str]:
 def browser(tmp_path: Path) -> Iterator[int]:
     """Chromium (headless, no display needed) answering DevTools on a free port."""
     program = shutil.which("chromium") or shutil.which("google-chrome")
-    if program is None or not available():
+    if program is None or importlib.util.find_spec("playwright") is None:
         pytest.skip("needs chromium (AGENT_S3_OSWORLD_APPS=1 scripts/setup.sh) and the [osworld-setup] extra")
     port = _free_port()
     proc = subprocess.Popen(
@@ -84,21 +85,29 @@ def pages(tmp_path: Path) -> Iterator[str]:
     server.wait()
 
 
-async def test_chrome_open_tabs_opens_each_url(browser: int, pages: str, make_ctx: Any) -> None:
+async def test_chrome_open_tabs_opens_each_url(
+    browser: int, pages: str, make_ctx: Any, shell_client: Any
+) -> None:
     urls = [f"{pages}/a.html", f"{pages}/b.html"]
     ctx = make_ctx({"config": [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": urls}}]})
-    ctx.chromium_port = browser
-    async with OSWorldClient("http://127.0.0.1:9", None) as client:  # only its host is used
-        await run_setup(client, ctx)
+    door = ClientDoor(shell_client)  # the controller server; the browser answers on the same host
+    await door.start()
+    try:
+        await run_setup(Endpoint("127.0.0.1", door.port, chromium_port=browser), ctx)
+    finally:
+        await door.close()
     tabs = await asyncio.to_thread(_tabs, browser)
     assert sorted(tabs) == sorted(urls)  # the blank start tab was closed, as OSWorld does
 
 
-async def test_chrome_open_tabs_without_a_browser_fails_with_one_line(
+async def test_chrome_open_tabs_through_a_door_without_the_browser_fails_with_one_line(
     make_ctx: Any, shell_client: Any
 ) -> None:
-    if not available():
-        pytest.skip("needs the [osworld-setup] extra")
-    ctx = make_ctx({"config": [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["http://x"]}}]})
-    with pytest.raises(TaskRunError, match="needs a desktop reached over HTTP"):
+    ctx = make_ctx(
+        {"id": "tabs", "config": [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["http://x"]}}]}
+    )
+    with pytest.raises(
+        UnsupportedStep, match=r"task tabs: setup step type 'chrome_open_tabs' .*DevTools port"
+    ):
         await run_setup(shell_client, ctx)
+    assert shell_client.calls == []

@@ -11,7 +11,6 @@ from core.protocols import ExecResult
 from environments.tasks import TaskRunError, UnsupportedGetter, UnsupportedMetric, UnsupportedStep
 from environments.tasks.client import command_not_run, command_output
 from environments.tasks.evaluate import evaluate, run_setup
-from environments.tasks.steps import UNTIL_INTERVAL_S
 
 
 def _step(kind: str, **parameters: object) -> dict:
@@ -50,7 +49,6 @@ async def test_execute_until_repeats_until_condition(shell_client, make_ctx) -> 
     ctx = make_ctx({"config": [_step("execute", command=script, shell=True, until={"stdout": "count=3"})]})
     await run_setup(shell_client, ctx)
     assert (shell_client.home / "n").read_text().strip() == "3"
-    assert UNTIL_INTERVAL_S < 1
 
 
 async def test_upload_and_download_from_local_files(shell_client, make_ctx, tmp_path: Path) -> None:
@@ -127,7 +125,7 @@ async def test_unknown_step_fails_before_anything_runs(shell_client, make_ctx) -
 
 async def test_step_missing_parameter_names_it(shell_client, make_ctx) -> None:
     ctx = make_ctx({"config": [_step("open")]})
-    with pytest.raises(TaskRunError, match=r"step 0 \(open\) lacks parameter 'path'"):
+    with pytest.raises(TaskRunError, match=r"task t-1: setup step 0 \(open\) has wrong parameters: .*'path'"):
         await run_setup(shell_client, ctx)
 
 
@@ -261,7 +259,7 @@ async def test_local_files_outside_the_task_tree_are_refused(shell_client, make_
 
 async def test_command_that_cannot_run_fails_setup_but_nonzero_exit_does_not(shell_client, make_ctx) -> None:
     ctx = make_ctx({"config": [_step("execute", command=["false"]), _step("execute", command=["no-such-program-4711"])]})
-    with pytest.raises(TaskRunError, match=r"step 1 \(execute\) failed: command \['no-such-program-4711'\] did not run"):
+    with pytest.raises(TaskRunError, match=r"task t-1: setup step 1 \(execute\) failed: .*no-such-program-4711"):
         await run_setup(shell_client, ctx)
 
 

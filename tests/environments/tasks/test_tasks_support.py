@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from environments.tasks import browser_steps, iter_task_files, load_task, load_task_list
+from environments.tasks import iter_task_files, load_task, load_task_list
 from environments.tasks.convert import from_core_task, to_core_task
+from environments.tasks.steps import step_supported
 from environments.tasks.support import support_report, task_gaps
 from reference_data import OSWORLD_TASKS as REFERENCE
 from reference_data import requires_osworld_tasks
@@ -77,8 +78,8 @@ def test_support_report_counts(all_tasks, capsys) -> None:
     # OSWorld's controller has the Google steps; the account files they need are what is missing.
     assert {"googledrive", "login"} <= set(report.supported_names("step"))
     assert report.refused["credentials:evaluation_examples/settings/googledrive/settings.yml"] == 8
-    # chrome_open_tabs runs through OSWorld's own setup controller when Playwright is installed.
-    assert ("chrome_open_tabs" in report.supported_names("step")) == browser_steps.available()
+    # chrome_open_tabs runs through OSWorld's own setup controller (Playwright is in the dev extras).
+    assert "chrome_open_tabs" in report.supported_names("step") and step_supported("chrome_open_tabs")
     # Metrics are OSWorld's own functions: the pptx comparison the project never had is here now.
     assert {"compare_pptx_files", "compare_docx_files", "compare_pdfs"} <= set(
         report.supported_names("metric")
@@ -109,7 +110,7 @@ def test_reference_examples_gaps(all_tasks) -> None:
     assert task_gaps(by_id["e0df059f-28a6-4169-924f-b9623e7184cc"]) == []
     assert task_gaps(by_id["5ced85fc-fa1a-4217-95fd-0fb530545ce2"]) == []
     chrome = next(t for t in ubuntu if any(s.type == "chrome_open_tabs" for s in t.config))
-    assert ("step:chrome_open_tabs" in task_gaps(chrome)) != browser_steps.available()
+    assert "step:chrome_open_tabs" not in task_gaps(chrome)
 
 
 def test_core_task_round_trip(all_tasks) -> None:

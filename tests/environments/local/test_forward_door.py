@@ -1,0 +1,128 @@
+"""The host-side door: token injection per request, one request per connection, own uid only."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+
+from environments.local.forward import TcpForwarder, peer_uid
+
+TOKEN = "s3cret-token-for-tests"
+
+
+class _Echo(BaseHTTPRequestHandler):
+    """Answers 401 without the right bearer token, else echoes the headers and body it got."""
+
+    protocol_version = "HTTP/1.1"
+
+    def _answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            payload, status = b'{"status": "error"}', 401
+        else:
+            seen = {
+                "auth": self.headers.get_all("Authorization"),
+                "connection": self.headers.get("Connection"),
+            }
+            payload, status = json.dumps(seen | {"body": body.decode()}).encode(), 200
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Connection", "keep-alive")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *_: object) -> None:
+        return None
+
+
+class _UnixServer(ThreadingHTTPServer):
+    address_family = socket.AF_UNIX
+
+    def server_bind(self) -> None:
+        self.socket.bind(self.server_address)
+        self.server_name, self.server_port = "desktop", 0
+
+
+@pytest.fixture
+def unix_server(tmp_path: Path) -> Iterator[str]:
+    path = str(tmp_path / "ctl.sock")
+    server = _UnixServer(path, _Echo)  # type: ignore[arg-type]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield path
+    server.shutdown()
+    server.server_close()
+
+
+def test_door_stamps_every_request_and_replaces_a_callers_token(unix_server: str) -> None:
+    with TcpForwarder(unix_server, token=TOKEN) as door, requests.Session() as session:
+        for n in range(3):  # one pooled session: each request must still be stamped
+            reply = session.post(
+                f"{door.url}/execute", data=f"body {n}", headers={"Authorization": "Bearer wrong"}
+            )
+            assert reply.status_code == 200
+            seen = reply.json()
+            assert seen == {"auth": [f"Bearer {TOKEN}"], "connection": "close", "body": f"body {n}"}
+            assert reply.headers["Connection"] == "close"
+        big = "x" * 300_000  # a body larger than one read
+        assert session.post(f"{door.url}/setup/upload", data=big).json()["body"] == big
+
+
+def test_door_without_token_relays_bytes_unchanged(unix_server: str) -> None:
+    with TcpForwarder(unix_server) as door:
+        assert requests.get(f"{door.url}/terminal", timeout=10).status_code == 401
+        assert requests.get(
+            f"{door.url}/terminal", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
+        ).ok
+
+
+def test_peer_uid_reads_the_connecting_sockets_owner() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, peer = server.accept()
+            with accepted:
+                assert peer_uid(peer, ("127.0.0.1", port)) == os.getuid()
+                assert peer_uid(peer, ("127.0.0.1", port + 1 if port < 65535 else 1)) is None
+                assert client.getsockname() == peer
+
+
+_PROBE = """
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+try:
+    s.sendall(b"GET /terminal HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+    print(repr(s.recv(100)))
+except ConnectionResetError:
+    print("reset")
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
+def test_door_refuses_another_users_connection(unix_server: str) -> None:
+    with TcpForwarder(unix_server, token=TOKEN) as door:
+        other = subprocess.run(
+            ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", sys.executable, "-I", "-c", _PROBE,
+             str(door.port)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert other.returncode == 0, other.stderr
+        assert other.stdout.strip() in ("b''", "reset")  # closed without a byte of reply
+        assert door.refused == 1
+        own = subprocess.run(
+            [sys.executable, "-I", "-c", _PROBE, str(door.port)], capture_output=True, text=True, timeout=60
+        )
+        assert "200 OK" in own.stdout
