@@ -10,4 +10,4 @@ echo "== import contract"
 echo "== types"
 .venv/bin/mypy
 echo "== tests"
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"
