@@ -1,0 +1,331 @@
+"""One started confinement of a desktop: its uid lease, control groups, home, socket, session.
+
+A desktop runs one live sandbox and, when asked, a spare: a second, complete sandbox (fresh
+home from the snapshot, display, window manager, the snapshot's apps, server ready) waiting
+for the next revert. The two never share anything the desktop's apps can touch: each has
+its own uid lease (a spare is started while the live sandbox holds its lease, so the uids
+differ; a uid comes back only after `close` has seen every process of it dead), its own
+groups, pid namespace, home and listening socket. A sandbox binds its socket under a
+private name in the desktop's root-only folder; going live renames it over ``ctl.sock`` in
+one step, so clients reach the new server and never a half-started one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.protocols import EnvError
+
+from .cgroups import DesktopCgroup
+from .confine import Confinement, group_file, passwd_file, sandbox_python
+from .homes import drop_home, home_setup_argv, new_home_dir
+from .procs import ProcInfo, children, kill_pids, namespace_processes, pid_namespace
+from .snapshot import SnapshotSpec
+from .uids import UidLease, lease_uid, uid_busy
+
+__all__ = ["Sandbox", "SandboxSettings"]
+
+_MIB = 1024 * 1024
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSettings:
+    """What every sandbox of one desktop is started with."""
+
+    width: int
+    height: int
+    depth: int
+    sandbox: bool
+    accessibility: bool
+    network: bool
+    memory_mib: int
+    pids_max: int
+    home_mib: int
+    tmp_mib: int
+    start_timeout: float
+
+
+class Sandbox:
+    """A sandbox numbered ``serial`` in the desktop folder ``folder``; `start` blocks until it serves.
+
+    `abort` may be called from another thread while `start` waits: the start then fails at once.
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        serial: int,
+        *,
+        marker: str,
+        spec: SnapshotSpec,
+        template: Path,
+        token: str,
+        settings: SandboxSettings,
+    ) -> None:
+        self.folder = folder
+        self.serial = serial
+        self.spec = spec
+        self.template = template
+        self.socket_path = folder / f"sock-{serial}"
+        self.log = folder / f"session-{serial}.log"
+        self.home: Path | None = None
+        self.namespace: int | None = None
+        self.init_pid: int | None = None
+        self.xvfb_pid: int | None = None
+        self.start_seconds = 0.0
+        self._marker = f"{marker}-{serial}"
+        self._token = token
+        self._settings = settings
+        self._lease: UidLease | None = None
+        self._cgroup: DesktopCgroup | None = None
+        self._listener: socket.socket | None = None
+        self._socket_ino: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._aborted = False
+
+    @property
+    def uid(self) -> int:
+        if self._lease is None:
+            raise EnvError(f"sandbox {self.socket_path} holds no uid")
+        return self._lease.uid
+
+    @property
+    def pid(self) -> int | None:
+        """Host pid of the sandbox's outermost process (None before start and after close)."""
+        return None if self._proc is None else self._proc.pid
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Lease a uid, make groups, socket and home, start the session; wait until it serves.
+
+        On failure the sandbox is killed but keeps its lease; the caller calls `close`.
+        """
+        t0 = time.monotonic()
+        cfg = self._settings
+        self._lease = lease_uid()
+        self._cgroup = DesktopCgroup(self._marker, memory_bytes=cfg.memory_mib * _MIB, pids_max=cfg.pids_max)
+        self.socket_path.unlink(missing_ok=True)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(self.socket_path))
+        os.chmod(self.socket_path, 0o600)
+        self._socket_ino = self.socket_path.stat().st_ino
+        self._listener.listen(128)
+        self.home = new_home_dir(self.folder / "homes")
+        ready_r = self._spawn()
+        try:
+            self._wait_ready(ready_r)
+        finally:
+            os.close(ready_r)
+        self.start_seconds = time.monotonic() - t0
+
+    def go_live(self, path: Path) -> None:
+        """Make this sandbox's server the one clients reach at ``path`` (an atomic rename)."""
+        os.replace(self.socket_path, path)
+        self.socket_path = path
+
+    def abort(self) -> None:
+        """Stop a start in progress (from any thread): kill what runs, make `start` fail."""
+        with self._lock:
+            self._aborted = True
+        self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the namespace's first process (the kernel kills every other one), then
+        whatever the groups still hold, until nothing of the sandbox is left."""
+        with self._lock:
+            proc = self._proc
+        if self.init_pid is not None and pid_namespace(self.init_pid) == self.namespace:
+            _kill(self.init_pid)
+        if proc is not None:
+            _kill(proc.pid)
+        if self._cgroup is not None:
+            self._cgroup.kill()
+        if self.namespace is not None:
+            for _ in range(3):
+                left = namespace_processes(self.namespace)
+                if not left:
+                    break
+                kill_pids([p.pid for p in left])
+        if proc is not None:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def close(self) -> None:
+        """Kill everything, then drop home, groups, socket and (once no process runs as it) the uid."""
+        self.kill()
+        with self._lock:
+            self._proc = None
+        self.init_pid = self.xvfb_pid = self.namespace = None
+        if self.home is not None:
+            drop_home(self.home)
+            self.home = None
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+            self._unlink_socket()
+        if self._lease is not None:
+            for _ in range(500):  # a killed process leaves /proc a moment after its namespace
+                if not uid_busy(self._lease.uid):
+                    break
+                time.sleep(0.01)
+            else:
+                # Keep the lease (and so the uid) out of use for this process's life.
+                _log.error("processes of uid %d outlived their sandbox; the uid is not reused", self._lease.uid)
+                self._lease = None
+                return
+            self._lease.release()
+            self._lease = None
+
+    # -- queries ------------------------------------------------------------------------
+
+    def problem(self) -> str | None:
+        """None while the session runs, else why not."""
+        with self._lock:
+            proc = self._proc
+        if proc is None:
+            return "not started or closed"
+        code = proc.poll()
+        if code is not None:
+            return f"the desktop session exited with code {code}: {self.log_tail()}"
+        return None
+
+    def processes(self) -> list[ProcInfo]:
+        """Live processes of the sandbox: its whole pid namespace."""
+        return [] if self.namespace is None else namespace_processes(self.namespace)
+
+    def record(self) -> dict[str, object]:
+        """What the watchdog and `sweep` need to kill this sandbox without us."""
+        return {"pid": self.pid, "init": self.init_pid, "namespace": self.namespace, "cgroup": self._marker}
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no log)"
+        errors = [line for line in text if line.startswith("error:")]
+        return " | ".join((errors or text)[-lines:]) or "(no output)"
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _spawn(self) -> int:
+        """Start the session in its confinement; returns the read end of its ready pipe."""
+        assert self._listener is not None and self.home is not None
+        cfg = self._settings
+        uid = self.uid
+        home_setup = home_setup_argv(self.template, self.home, uid=uid, size_bytes=cfg.home_mib * _MIB)
+        confinement = Confinement(
+            uid=uid, gid=uid, home=self.home, network=cfg.network, tmp_bytes=cfg.tmp_mib * _MIB
+        )
+        launch = [[list(a.argv), a.window] for a in self.spec.launch]
+        token_r, token_w = os.pipe()
+        ready_r, ready_w = os.pipe()
+        passwd = _memfd("passwd", passwd_file(uid, uid))
+        group = _memfd("group", group_file(uid))
+        listen_fd = self._listener.fileno()
+        program = [
+            sandbox_python(), "-m", "environments.local.session",
+            "--listen-fd", str(listen_fd), "--token-fd", str(token_r), "--ready-fd", str(ready_w),
+            "--width", str(cfg.width), "--height", str(cfg.height), "--depth", str(cfg.depth),
+            "--launch", json.dumps(launch), "--start-timeout", str(cfg.start_timeout),
+        ]  # fmt: skip
+        if not cfg.accessibility:
+            program.append("--no-accessibility")
+        if not cfg.sandbox:
+            program.append("--no-sandbox")
+        join = self._cgroup.join_argv() if self._cgroup is not None else []
+        argv = [*join, *home_setup, *confinement.argv(program, passwd_fd=passwd, group_fd=group)]
+        try:
+            os.write(token_w, self._token.encode())
+            os.close(token_w)
+            token_w = -1
+            with self._lock:
+                if self._aborted:
+                    raise EnvError("the sandbox was stopped while starting")
+                with self.log.open("ab") as out:
+                    self._proc = subprocess.Popen(
+                        argv,
+                        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=out,
+                        pass_fds=(listen_fd, token_r, ready_w, passwd, group),
+                        process_group=0,
+                        close_fds=True,
+                    )
+        except BaseException:
+            os.close(ready_r)
+            raise
+        finally:
+            for fd in (token_r, ready_w, passwd, group, token_w):
+                if fd >= 0:
+                    os.close(fd)
+        return ready_r
+
+    def _wait_ready(self, fd: int) -> None:
+        proc = self._proc
+        assert proc is not None
+        timeout = self._settings.start_timeout
+        deadline = time.monotonic() + timeout + 10
+        buf = b""
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if self._aborted:
+                self.kill()
+                raise EnvError("the sandbox was stopped while starting")
+            if left <= 0:
+                self.kill()
+                raise EnvError(f"the desktop did not start within {timeout:g} s")
+            ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if ready:
+                chunk = os.read(fd, 64)
+                if not chunk:
+                    proc.wait(timeout=10)
+                    self.kill()
+                    raise EnvError(f"the desktop did not start: {self.log_tail()}")
+                buf += chunk
+        init = children(proc.pid)
+        self.init_pid = init[0] if init else None
+        self.namespace = pid_namespace(self.init_pid) if self.init_pid is not None else None
+        found = [p.pid for p in self.processes() if p.comm == "Xvfb"]
+        self.xvfb_pid = found[0] if found else None
+
+    def _unlink_socket(self) -> None:
+        """Remove our socket file, but never one another sandbox renamed over our old name."""
+        try:
+            if self.socket_path.stat().st_ino == self._socket_ino:
+                self.socket_path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
