@@ -276,6 +276,13 @@ class LocalDesktop:
         return [] if spare is None else spare.processes()
 
     @property
+    def spare_namespace(self) -> int | None:
+        """The spare's pid namespace (None until it serves, and without a spare)."""
+        with self._lock:
+            spare = self._spare
+        return None if spare is None else spare.namespace
+
+    @property
     def spare_uid(self) -> int | None:
         """The uid the spare holds (None without a spare)."""
         with self._lock:
@@ -382,7 +389,10 @@ class LocalDesktop:
                 _log.warning("desktop %s: the spare did not start (%s); starting a new sandbox", self.name, exc)
             spare.close()
             return None
-        if not wait or spare.spec != self.spec or spare.template != self._template or spare.problem() is not None:
+        problem = spare.problem()
+        if wait and problem is not None:
+            _log.warning("desktop %s: the spare died (%s); starting a new sandbox", self.name, problem)
+        if not wait or problem is not None or spare.spec != self.spec or spare.template != self._template:
             spare.close()
             return None
         return spare
