@@ -26,7 +26,7 @@ from environments.local.snapshot import SNAPSHOTS
 from environments.local.sweep import reap_desktop
 from environments.local.watchdog import reap_pool
 
-from .capacity import desktops_that_fit, machine_room, plan_spares
+from .capacity import desktops_that_fit, machine_room
 from .config import EnvironmentConfig
 
 __all__ = ["app"]
@@ -81,8 +81,7 @@ def up(
     if snapshot not in SNAPSHOTS:
         raise _fail(f"unknown snapshot {snapshot!r}; use one of: {', '.join(SNAPSHOTS)}")
     budget = EnvironmentConfig()
-    room = machine_room()
-    fit = desktops_that_fit(room, memory_mib=budget.desktop_memory_mib, per_core=budget.desktops_per_core)
+    fit = desktops_that_fit(machine_room(), memory_mib=budget.desktop_memory_mib, per_core=budget.desktops_per_core)
     if fit < n:  # desktops asked for by count, not for rollouts that could queue
         typer.echo(f"error: {n} desktops do not fit on this machine now (memory and cores): "
                    f"start at most {fit} with -n {fit}", err=True)
@@ -96,7 +95,7 @@ def up(
     with log.open("wb") as out:
         host = subprocess.Popen(
             [sys.executable, "-m", "environments.local.host", "--base-dir", str(base), "--count", str(n),
-             "--snapshot", snapshot, *([] if plan_spares(n, budget, room) else ["--no-spare"])],
+             "--snapshot", snapshot],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, start_new_session=True,
         )  # fmt: skip
     deadline = time.monotonic() + timeout
