@@ -182,6 +182,7 @@ class Sandbox:
             self._listener.close()
             self._listener = None
             self._unlink_socket()
+        self.log.unlink(missing_ok=True)  # its errors were read when it failed; nothing piles up
         if self._lease is not None:
             for _ in range(500):  # a killed process leaves /proc a moment after its namespace
                 if not uid_busy(self._lease.uid):

@@ -71,6 +71,10 @@ async def test_revert_with_the_spare_is_fresh_new_and_replaces_the_spare(
     assert desktop.spare_uid is not None and desktop.spare_uid != desktop.uid
     assert desktop.spare_namespace not in (None, old_ns, spare_ns)
     assert desktop.spare_uid == old_uid or _uid_free(old_uid)
+    # What the old sandbox had in the host folder went with it: one live socket, one spare's.
+    left = sorted(p.name for p in desktop.dir.iterdir() if p.name.startswith(("sock-", "ctl.", "session-")))
+    assert len(left) == 4 and "ctl.sock" in left, left
+    assert len(list((desktop.dir / "homes").iterdir())) == 2
 
 
 async def test_revert_to_another_snapshot_drops_the_spare_and_makes_one_for_it(
