@@ -45,6 +45,9 @@ from .spawner import start_in_background
 __all__ = ["DesktopConfig", "DesktopInfo", "LocalDesktop"]
 
 _log = logging.getLogger(__name__)
+#: A spare starts at this nice level (back to 0 when it goes live), so while it starts the
+#: live desktops' steps keep the CPU; it still finishes in seconds on an idle core.
+SPARE_NICE = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,8 +236,8 @@ class LocalDesktop:
             old.close()  # every process of the old sandbox dead, its home and uid dropped
         try:
             if spare is not None:
-                spare.go_live(self.socket_path)
                 self._live = spare
+                spare.go_live(self.socket_path)
                 self._record()
             else:
                 self._start_live()
@@ -334,7 +337,7 @@ class LocalDesktop:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _new_sandbox(self) -> Sandbox:
+    def _new_sandbox(self, *, nice: int = 0) -> Sandbox:
         assert self._template is not None
         with self._lock:
             self._serial += 1
@@ -347,6 +350,7 @@ class LocalDesktop:
             template=self._template,
             token=self._token,
             settings=self._settings,
+            nice=nice,
         )
 
     def _start_live(self) -> None:
@@ -364,7 +368,7 @@ class LocalDesktop:
         """Start the next sandbox in the background (when spares are on and none is held)."""
         if not self.config.spare:
             return
-        spare = self._new_sandbox()
+        spare = self._new_sandbox(nice=SPARE_NICE)
         with self._lock:
             if self._closed or self._spare is not None:
                 return

@@ -16,11 +16,13 @@ import pytest
 from local_helpers import inside
 
 from environments.local import DesktopConfig, LocalDesktop
-from environments.local.procs import namespace_processes
+from environments.local.desktop import SPARE_NICE
+from environments.local.procs import ProcInfo, namespace_processes
 from environments.local.spawner import run_blocking
 from environments.local.uids import LOCK_DIR, uid_busy
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
+AUTOGROUPS = Path("/proc/self/autogroup").exists()
 
 
 def _uid_free(uid: int) -> bool:
@@ -33,6 +35,20 @@ def _uid_free(uid: int) -> bool:
     finally:
         os.close(fd)
     return not uid_busy(uid)
+
+
+def _nice_levels(processes: list[ProcInfo]) -> set[int]:
+    """Nice levels of every thread of ``processes``."""
+    levels = set()
+    for proc in processes:
+        for tid in os.listdir(f"/proc/{proc.pid}/task"):
+            levels.add(os.getpriority(os.PRIO_PROCESS, int(tid)))
+    return levels
+
+
+def _group_nice(processes: list[ProcInfo]) -> set[int]:
+    """Nice levels of the scheduler autogroups of ``processes`` (the sessions' CPU weight)."""
+    return {int(Path(f"/proc/{p.pid}/autogroup").read_text().split()[-1]) for p in processes}
 
 
 def _spare_gone(desktop: LocalDesktop, timeout: float) -> bool:
@@ -50,6 +66,12 @@ async def test_revert_with_the_spare_is_fresh_new_and_replaces_the_spare(
     others = {d.uid for d in shared_desktops} | {d.spare_uid for d in shared_desktops}
     assert len(others) == 4, "two live sandboxes share a uid"
     spare_uid, spare_ns = desktop.spare_uid, desktop.spare_namespace
+    ours = os.getpriority(os.PRIO_PROCESS, 0)  # a sandbox started live runs at its owner's level
+    assert _nice_levels(desktop.spare_processes()) == {min(19, ours + SPARE_NICE)}, "the spare is not niced"
+    our_group = _group_nice([ProcInfo(os.getpid(), 0, 0, "", 0)]).pop() if AUTOGROUPS else 0
+    if AUTOGROUPS:
+        assert _group_nice(desktop.spare_processes()) == {min(19, our_group + SPARE_NICE)}
+        assert _group_nice(desktop.processes()) == {our_group}
     old_uid, old_ns = desktop.uid, desktop._namespace
     assert spare_ns is not None and spare_ns != old_ns
     await inside(
@@ -62,6 +84,10 @@ async def test_revert_with_the_spare_is_fresh_new_and_replaces_the_spare(
     assert (desktop.uid, desktop._namespace) == (spare_uid, spare_ns)
     assert not namespace_processes(old_ns), "a process of the old desktop survived"
     assert not before & {p.pid for p in desktop.processes()}
+    assert _nice_levels(desktop.processes()) == {ours}, "the desktop kept the spare's low priority"
+    if AUTOGROUPS:
+        assert _group_nice(desktop.processes()) == {our_group}, "the desktop's session kept the spare's weight"
+        assert _group_nice([ProcInfo(os.getpid(), 0, 0, "", 0)]) == {our_group}, "our own weight changed"
     assert "left.txt" not in await inside(desktop, "ls -a ~/Desktop")
     assert (await inside(desktop, "pgrep -c sleep")).strip() == "0"
     assert seconds < 1.0, seconds
