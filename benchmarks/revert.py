@@ -9,7 +9,9 @@ Reverts are timed two ways: one desktop after another (``--rounds`` rounds), and
 desktops at once (``--rounds`` times, as when the rollouts of a wide run end together).
 Between rounds the benchmark waits, untimed, until every spare serves again: a rollout
 lasts far longer than a spare takes to start, and how long that took is printed too (when a
-revert comes before its spare is ready, it waits for it and is timed with the wait).
+revert comes before its spare is ready, it waits for it and is timed with the wait). After
+each all-at-once round it also times screenshots for a few seconds, while the new spares
+start, against screenshots once they serve: what the spares' start costs the live desktops.
 Goal: median <= 0.4 s with the spare, worst <= 2 s.
 
     python benchmarks/revert.py [--desktops 1,8] [--rounds 5] [--snapshot mousepad]
@@ -26,12 +28,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from environments.local import DesktopConfig, LocalDesktop
+from environments.local import DesktopConfig, LocalDesktop, desktop_client
 from environments.local.provider import default_base_dir
 from environments.local.spawner import run_blocking
 
 MEDIAN_GOAL_S = 0.4
 WORST_GOAL_S = 2.0
+SHOT_WINDOW_S = 3.0
 
 
 @dataclass
@@ -45,6 +48,8 @@ class ModeFigures:
     spare_pss_mib: list[float] = field(default_factory=list)
     live_pss_mib: list[float] = field(default_factory=list)
     load: list[float] = field(default_factory=list)
+    shot_after_ms: list[float] = field(default_factory=list)
+    shot_settled_ms: list[float] = field(default_factory=list)
 
     @property
     def reverts(self) -> list[float]:
@@ -92,11 +97,31 @@ async def measure_mode(count: int, rounds: int, config: DesktopConfig, base: Pat
         for _ in range(rounds if count > 1 else 0):
             figures.load.append(_load())
             figures.all_at_once += await asyncio.gather(*(_revert(d, figures) for d in desktops))
+            # Steps right after the reverts (while spares start) against steps once settled.
+            figures.shot_after_ms += await _screenshots(desktops, SHOT_WINDOW_S)
             await _wait_spares(desktops, figures, time.monotonic())
+            await asyncio.sleep(1.0)
+            figures.shot_settled_ms += await _screenshots(desktops, SHOT_WINDOW_S)
         figures.load.append(_load())
         return figures
     finally:
         await asyncio.gather(*(run_blocking(d.close) for d in desktops))
+
+
+async def _screenshots(desktops: list[LocalDesktop], seconds: float) -> list[float]:
+    """Screenshot latencies (ms) taken back to back on every desktop for ``seconds``."""
+
+    async def one(desktop: LocalDesktop) -> list[float]:
+        times = []
+        async with desktop_client(desktop.info()) as client:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                started = time.perf_counter()
+                await client.screenshot()
+                times.append((time.perf_counter() - started) * 1000)
+        return times
+
+    return [t for times in await asyncio.gather(*(one(d) for d in desktops)) for t in times]
 
 
 def _median(values: list[float]) -> float:
@@ -122,6 +147,10 @@ def print_count(count: int, spare: ModeFigures, cold: ModeFigures) -> None:
     for name, with_spare, without, stat in rows:
         a, b = stat(with_spare), stat(without)
         print(f"{name:<28}{a:>9.3f}{b:>10.3f}{a / b:>8.3f}")
+    if count > 1:
+        print(f"screenshot (ms) in the {SHOT_WINDOW_S:g} s after all reverted at once, median: "
+              f"spare {_median(spare.shot_after_ms):.0f} (settled {_median(spare.shot_settled_ms):.0f}), "
+              f"no spare {_median(cold.shot_after_ms):.0f} (settled {_median(cold.shot_settled_ms):.0f})")
     print(f"reverts that took the spare: {spare.used_spare} of {len(spare.reverts)}")
     print(f"spares serving again after a round of reverts (s): median {_median(spare.spare_ready):.2f}, "
           f"worst {_worst(spare.spare_ready):.2f}")
