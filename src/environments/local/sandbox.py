@@ -7,7 +7,10 @@ its own uid lease (a spare is started while the live sandbox holds its lease, so
 differ; a uid comes back only after `close` has seen every process of it dead), its own
 groups, pid namespace, home and listening socket. A sandbox binds its socket under a
 private name in the desktop's root-only folder; going live renames it over ``ctl.sock`` in
-one step, so clients reach the new server and never a half-started one.
+one step, so clients reach the new server and never a half-started one. A spare starts at a
+lower CPU weight, so starting it takes little from the live desktops' steps, and gets its
+owner's weight back when it goes live. Nothing reaches a spare before then: no client knows
+its socket and the model has not seen it, so the home it brings is the snapshot's.
 """
 
 from __future__ import annotations
