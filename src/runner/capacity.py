@@ -95,7 +95,8 @@ def plan_spares(desktops: int, cfg: EnvironmentConfig, room: MachineRoom | None 
         return True
     _log.warning(
         "no room for spare desktops (%d MiB available, %d MiB needed for %d desktops and their spares): "
-        "reverts start a new sandbox, about 0.7 s each; set environment.spare: true to keep spares on fewer desktops",
+        "reverts start a new sandbox (about 1 s each, more under load); set environment.spare: true to keep "
+        "spares on fewer desktops",
         room.memory_mib, needed, desktops,
     )
     return False

@@ -87,7 +87,8 @@ class EnvironmentConfig(_Section):
     """Local desktops run at once per core, at most (8 on 2 cores keep their latency goals)."""
     spare: bool | None = None
     """Keep a spare sandbox started beside each local desktop, so revert only swaps it in
-    (about 0.05 s instead of 0.7 s) at the cost of one more desktop's memory budget: None is on
+    (0.04 s instead of about 1 s on a 2-core machine; benchmarks/revert.py) at the cost of
+    one more desktop's memory budget (a spare measures about 140 MiB PSS): None is on
     when the machine has room for it (else off, said in one line); true counts it in the
     capacity check even if fewer desktops fit; false never starts one."""
     fleet: dict[str, Any] = Field(default_factory=dict)

@@ -74,6 +74,8 @@ async def test_revert_with_the_spare_is_fresh_new_and_replaces_the_spare(
         assert _group_nice(desktop.processes()) == {our_group}
     old_uid, old_ns = desktop.uid, desktop._namespace
     assert spare_ns is not None and spare_ns != old_ns
+    seen = (await inside(desktop, "ps -eo uid= | sort -u")).split()
+    assert str(spare_uid) not in seen, "the desktop sees its spare's processes"
     await inside(
         desktop,
         "echo before > ~/Desktop/left.txt; setsid env -i sleep 600 >/dev/null 2>&1 < /dev/null &",
