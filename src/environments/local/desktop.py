@@ -387,6 +387,8 @@ class LocalDesktop:
         if not wait:
             spare.abort()
         try:
+            if wait and not started.done():
+                spare.boost()  # the revert waits for it: no longer in the background
             started.result()
         except Exception as exc:  # any failure to start: the spare is dropped, revert starts anew
             if wait:

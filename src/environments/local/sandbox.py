@@ -139,15 +139,15 @@ class Sandbox:
             self._wait_ready(ready_r)
         finally:
             os.close(ready_r)
-        if self._nice:  # sessions its processes started on the way (an executor's) too
-            _set_group_nice([p.pid for p in self.processes()], min(19, self._base_group_nice + self._nice))
+        with self._lock:
+            if self._nice:  # sessions its processes started on the way (an executor's) too
+                _set_group_nice(self._members(), min(19, self._base_group_nice + self._nice))
         self.start_seconds = time.monotonic() - t0
 
     def go_live(self, path: Path) -> None:
         """Make this sandbox's server the one clients reach at ``path`` (an atomic rename), at
         normal CPU priority."""
-        if self._nice:
-            self._renice()
+        self.boost()
         os.replace(self.socket_path, path)
         self.socket_path = path
 
@@ -158,7 +158,21 @@ class Sandbox:
         by their autogroup's nice level (a thread's own nice counts only inside its group), so
         the group is niced too. True once done."""
         init = children(outer)
-        return bool(init) and _set_group_nice(init, min(19, self._base_group_nice + self._nice)) > 0
+        with self._lock:
+            if not self._nice:
+                return True  # boosted meanwhile
+            return bool(init) and _set_group_nice(init, min(19, self._base_group_nice + self._nice)) > 0
+
+    def boost(self) -> None:
+        """Back to the owner's CPU weight now (a revert is waiting for this spare to start)."""
+        with self._lock:
+            if self._nice:
+                self._renice()
+
+    def _members(self) -> list[int]:
+        """Host pids of every process of the sandbox: its groups' and its namespace's."""
+        pids = self._cgroup.pids() if self._cgroup is not None else set()
+        return sorted(pids | {p.pid for p in self.processes()})
 
     def _renice(self) -> None:
         """Every thread of the sandbox back to the owner's nice level.
@@ -169,9 +183,9 @@ class Sandbox:
         """
         for _ in range(50):
             changed = 0
-            for proc in self.processes():
+            for pid in self._members():
                 try:
-                    threads = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
+                    threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
                 except OSError:
                     continue
                 for tid in threads:
@@ -182,7 +196,7 @@ class Sandbox:
                     except OSError:
                         continue  # the thread ended
             if not changed:
-                _set_group_nice([p.pid for p in self.processes()], self._base_group_nice)
+                _set_group_nice(self._members(), self._base_group_nice)
                 self._nice = 0
                 return
         raise EnvError("the spare's threads kept being made at low priority; not using it")

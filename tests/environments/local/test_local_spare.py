@@ -175,6 +175,21 @@ def test_close_while_the_spare_is_still_starting_leaves_nothing(env_base_dir: Pa
     assert not desktop.dir.exists()
 
 
+def test_a_revert_before_the_spare_serves_waits_for_it_at_full_weight(env_base_dir: Path) -> None:
+    desktop = LocalDesktop("spare-early", env_base_dir, DesktopConfig(snapshot="mousepad"), pool="tests-spare")
+    try:
+        desktop.start()
+        assert not desktop.wait_spare(0), "the spare served already: nothing to wait for"
+        desktop.revert()
+        assert desktop.last_revert_used_spare
+        assert _nice_levels(desktop.processes()) == {os.getpriority(os.PRIO_PROCESS, 0)}
+        if AUTOGROUPS:
+            ours = _group_nice([ProcInfo(os.getpid(), 0, 0, "", 0)])
+            assert _group_nice(desktop.processes()) == ours
+    finally:
+        desktop.close()
+
+
 def test_with_the_spare_off_revert_starts_a_new_sandbox(env_base_dir: Path) -> None:
     config = DesktopConfig(snapshot="blank", spare=False)
     desktop = LocalDesktop("spare-off", env_base_dir, config, pool="tests-spare")
