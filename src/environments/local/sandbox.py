@@ -170,9 +170,11 @@ class Sandbox:
                 self._renice()
 
     def _members(self) -> list[int]:
-        """Host pids of every process of the sandbox: its groups' and its namespace's."""
+        """Host pids of every process of the sandbox: its groups', its namespace's, and the
+        outermost process's descendants (while it starts, before it has joined either)."""
         pids = self._cgroup.pids() if self._cgroup is not None else set()
-        return sorted(pids | {p.pid for p in self.processes()})
+        with_outer = set() if self._proc is None else _descendants(self._proc.pid)
+        return sorted(pids | with_outer | {p.pid for p in self.processes()})
 
     def _renice(self) -> None:
         """Every thread of the sandbox back to the owner's nice level.
@@ -318,8 +320,7 @@ class Sandbox:
         if not cfg.sandbox:
             program.append("--no-sandbox")
         join = self._cgroup.join_argv() if self._cgroup is not None else []
-        nice = ["nice", "-n", str(self._nice)] if self._nice else []
-        argv = [*nice, *join, *home_setup, *confinement.argv(program, passwd_fd=passwd, group_fd=group)]
+        argv = [*join, *home_setup, *confinement.argv(program, passwd_fd=passwd, group_fd=group)]
         try:
             os.write(token_w, self._token.encode())
             os.close(token_w)
@@ -338,6 +339,11 @@ class Sandbox:
                         process_group=0,
                         close_fds=True,
                     )
+                if self._nice:
+                    # Under the lock, so a `boost` comes after. The outermost pid stays the
+                    # same through its execs up to bubblewrap, so everything the sandbox
+                    # forks inherits this (its set-up's short-lived helpers aside).
+                    _set_nice(self._proc.pid, min(19, self._base_nice + self._nice))
         except BaseException:
             os.close(ready_r)
             raise
@@ -427,3 +433,30 @@ def _set_group_nice(pids: list[int], level: int) -> int:
         except (OSError, IndexError):
             continue  # it ended
     return done
+
+
+def _descendants(pid: int) -> set[int]:
+    """``pid`` and every process below it (children of any of their threads)."""
+    found, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        if current in found:
+            continue
+        found.add(current)
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                todo += [int(c) for c in Path(f"/proc/{current}/task/{tid}/children").read_text().split()]
+            except OSError:
+                continue
+    return found
+
+
+def _set_nice(pid: int, level: int) -> None:
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, level)
+    except OSError:
+        pass  # it has already ended: its start fails on its own

@@ -18,7 +18,7 @@ from local_helpers import inside
 from environments.local import DesktopConfig, LocalDesktop
 from environments.local.desktop import SPARE_NICE
 from environments.local.procs import ProcInfo, namespace_processes
-from environments.local.spawner import run_blocking
+from environments.local.spawner import run_blocking, start_in_background
 from environments.local.uids import LOCK_DIR, uid_busy
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
@@ -188,6 +188,27 @@ def test_a_revert_before_the_spare_serves_waits_for_it_at_full_weight(env_base_d
             assert _group_nice(desktop.processes()) == ours
     finally:
         desktop.close()
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_a_boosted_spare_runs_wholly_at_its_owners_weight(when: str, shared_desktops: list[LocalDesktop]) -> None:
+    """However early the revert boosts it (before its first process, or while it starts)."""
+    sandbox = shared_desktops[0]._new_sandbox(nice=SPARE_NICE)
+    try:
+        if when == "before":
+            sandbox.boost()
+            sandbox.start()
+        else:
+            started = start_in_background(sandbox.start)
+            while sandbox.pid is None and not started.done():
+                time.sleep(0.001)
+            sandbox.boost()
+            started.result()
+        assert _nice_levels(sandbox.processes()) == {os.getpriority(os.PRIO_PROCESS, 0)}
+        if AUTOGROUPS:
+            assert _group_nice(sandbox.processes()) == _group_nice([ProcInfo(os.getpid(), 0, 0, "", 0)])
+    finally:
+        sandbox.close()
 
 
 def test_with_the_spare_off_revert_starts_a_new_sandbox(env_base_dir: Path) -> None:
