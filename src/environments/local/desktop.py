@@ -384,21 +384,22 @@ class LocalDesktop:
             self._spare, self._spare_started = None, None
         if spare is None or started is None:
             return None
-        if not wait:
-            spare.abort()
+        keep = wait and spare.spec == self.spec and spare.template == self._template
+        if not keep:
+            spare.abort()  # a start still under way ends now rather than being waited for
         try:
-            if wait and not started.done():
+            if keep and not started.done():
                 spare.boost()  # the revert waits for it: no longer in the background
             started.result()
         except Exception as exc:  # any failure to start: the spare is dropped, revert starts anew
-            if wait:
+            if keep:
                 _log.warning("desktop %s: the spare did not start (%s); starting a new sandbox", self.name, exc)
             spare.close()
             return None
         problem = spare.problem()
-        if wait and problem is not None:
+        if keep and problem is not None:
             _log.warning("desktop %s: the spare died (%s); starting a new sandbox", self.name, problem)
-        if not wait or problem is not None or spare.spec != self.spec or spare.template != self._template:
+        if not keep or problem is not None:
             spare.close()
             return None
         return spare
