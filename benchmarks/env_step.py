@@ -11,7 +11,8 @@ machine is shared: compare ratios.
 
 Then whole local desktops from the provider (Xvfb, openbox, D-Bus, mousepad, server and
 executor): start time, revert time against the 2 s goal, memory per desktop, and how many fit
-(`--desktops`, default 8, the goal for this 2-core machine).
+(`--desktops`, default 8, the goal for this 2-core machine). Desktops keep their default
+spare sandbox; `benchmarks/revert.py` compares revert with and without it.
 
     python benchmarks/env_step.py [-n 40] [--size 1920x1080] [--desktops 8]
 """

@@ -23,7 +23,7 @@ from core.protocols import EnvError
 
 from .config import EnvironmentConfig
 
-__all__ = ["CapacityError", "MachineRoom", "desktops_that_fit", "machine_room", "plan_desktops"]
+__all__ = ["CapacityError", "MachineRoom", "desktops_that_fit", "machine_room", "plan_desktops", "plan_spares"]
 
 _log = logging.getLogger(__name__)
 
@@ -63,11 +63,12 @@ def plan_desktops(requested: int, cfg: EnvironmentConfig, room: MachineRoom | No
     """How many of `requested` local desktops to start: all when they fit, else as many as
     fit (the rollouts queue for them). `CapacityError` when not even one fits."""
     room = room or machine_room()
-    fit = desktops_that_fit(room, memory_mib=cfg.desktop_memory_mib, per_core=cfg.desktops_per_core)
+    memory = cfg.desktop_memory_mib * (2 if cfg.spare is True else 1)  # a spare asked for is budgeted too
+    fit = desktops_that_fit(room, memory_mib=memory, per_core=cfg.desktops_per_core)
     if fit < 1:
         raise CapacityError(
             f"this machine has room for no desktop: {room.memory_mib} MiB of memory available and "
-            f"{room.cores} cores, a desktop is budgeted {cfg.desktop_memory_mib} MiB and "
+            f"{room.cores} cores, a desktop is budgeted {memory} MiB and "
             f"1/{cfg.desktops_per_core:g} core: free memory, or lower environment.desktop_memory_mib"
         )
     if requested > fit:
@@ -77,3 +78,25 @@ def plan_desktops(requested: int, cfg: EnvironmentConfig, room: MachineRoom | No
             requested, fit, room.memory_mib, room.cores, fit,
         )
     return min(requested, fit)
+
+
+def plan_spares(desktops: int, cfg: EnvironmentConfig, room: MachineRoom | None = None) -> bool:
+    """Whether each of `desktops` local desktops keeps a spare sandbox for fast reverts.
+
+    A spare is a whole second desktop at rest, so it is budgeted a desktop's memory (it uses
+    no core while it waits). ``spare: None`` turns them on only when they fit beside the
+    desktops, and says so in one line when they do not.
+    """
+    if cfg.spare is not None:
+        return cfg.spare
+    room = room or machine_room()
+    needed = 2 * desktops * cfg.desktop_memory_mib
+    if room.memory_mib >= needed:
+        return True
+    _log.warning(
+        "no room for spare desktops (%d MiB available, %d MiB needed for %d desktops and their spares): "
+        "reverts start a new sandbox (about 1 s each, more under load); set environment.spare: true to keep "
+        "spares on fewer desktops",
+        room.memory_mib, needed, desktops,
+    )
+    return False

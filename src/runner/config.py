@@ -85,6 +85,12 @@ class EnvironmentConfig(_Section):
     desktops start at once than the machine's available memory allows (see runner.capacity)."""
     desktops_per_core: float = Field(default=4.0, gt=0)
     """Local desktops run at once per core, at most (8 on 2 cores keep their latency goals)."""
+    spare: bool | None = None
+    """Keep a spare sandbox started beside each local desktop, so revert only swaps it in
+    (0.04 s instead of about 1 s on a 2-core machine; benchmarks/revert.py) at the cost of
+    one more desktop's memory budget (a spare measures about 140 MiB PSS): None is on
+    when the machine has room for it (else off, said in one line); true counts it in the
+    capacity check even if fewer desktops fit; false never starts one."""
     fleet: dict[str, Any] = Field(default_factory=dict)
     """``kind: aws``: the fleet's settings (region, images, instance_type, ...), checked by
     `aws.FleetConfig`; unset ones come from OSWorld's environment variables."""

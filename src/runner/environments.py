@@ -23,7 +23,7 @@ from environments.osworld import OSWorldClient, OSWorldDesktop
 from environments.osworld.aws import AWSProvider
 
 from .android import open_android_pool
-from .capacity import plan_desktops
+from .capacity import machine_room, plan_desktops, plan_spares
 from .config import EnvironmentConfig
 
 __all__ = ["EnvironmentPool", "FixedPool", "open_pool"]
@@ -79,8 +79,10 @@ async def open_pool(cfg: EnvironmentConfig, *, size: int = 1, hide: tuple[str, .
     (found again by ``agent-s3 aws reap``).
     """
     if cfg.kind == "local":
-        size = await asyncio.to_thread(plan_desktops, size, cfg)  # queue rollouts past what fits
-        desktop = DesktopConfig(width=cfg.width, height=cfg.height, sandbox=cfg.sandbox, network=cfg.network)
+        room = await asyncio.to_thread(machine_room)
+        size = plan_desktops(size, cfg, room)  # queue rollouts past what fits
+        desktop = DesktopConfig(width=cfg.width, height=cfg.height, sandbox=cfg.sandbox,
+                                network=cfg.network, spare=plan_spares(size, cfg, room))
         async with LocalProvider(size, base_dir=cfg.base_dir, config=desktop) as provider:
             yield _LocalPool(provider)
         return

@@ -60,7 +60,7 @@ MANIFEST_FILE = "bench.json"
 #: Keys that say how a model is reached rather than what it is, or how many desktops run at
 #: once; they may change on resume.
 _REACH = frozenset({"base_url", "api_key", "token", "timeout", "max_connections", "desktop_memory_mib",
-                    "desktops_per_core"})
+                    "desktops_per_core", "spare"})
 
 
 class ResumeMismatch(ValueError):

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.capacity import CapacityError, MachineRoom, desktops_that_fit, machine_room, plan_desktops
+from runner.capacity import (
+    CapacityError,
+    MachineRoom,
+    desktops_that_fit,
+    machine_room,
+    plan_desktops,
+    plan_spares,
+)
 from runner.config import EnvironmentConfig
 from runner.environments import open_pool
 
@@ -59,3 +66,20 @@ async def test_a_pool_asked_for_1000_desktops_starts_what_fits_and_queues(tmp_pa
         pool.release(first)
         assert await asyncio.wait_for(second, 30) is first
         pool.release(first)
+
+
+def test_spares_are_on_only_where_they_fit(caplog: pytest.LogCaptureFixture) -> None:
+    roomy, tight = MachineRoom(memory_mib=24_000, cores=2), MachineRoom(memory_mib=6_000, cores=2)
+    assert plan_spares(8, EnvironmentConfig(), roomy) is True
+    with caplog.at_level(logging.WARNING):
+        assert plan_spares(8, EnvironmentConfig(), tight) is False
+    notes = [r.getMessage() for r in caplog.records if "spare" in r.getMessage()]
+    assert len(notes) == 1 and "\n" not in notes[0] and "environment.spare: true" in notes[0]
+    assert plan_spares(8, EnvironmentConfig(spare=False), roomy) is False
+
+
+def test_spares_asked_for_are_budgeted_like_desktops() -> None:
+    tight = MachineRoom(memory_mib=6_000, cores=2)
+    assert plan_desktops(8, EnvironmentConfig(), tight) == 8
+    assert plan_desktops(8, EnvironmentConfig(spare=True), tight) == 5  # 6000 // 1024
+    assert plan_spares(5, EnvironmentConfig(spare=True), tight) is True

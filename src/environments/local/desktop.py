@@ -9,45 +9,50 @@ the desktop only through a Unix socket it created itself in the desktop's root-o
 folder and handed to the server as a descriptor; the token goes in through a pipe.
 
 Revert replaces the sandbox: the whole pid namespace is killed (nothing an app started
-survives, ``setsid`` or not) and its home with it, and a new sandbox with a new home made
-from the snapshot starts on the same listening socket. Methods here block; `LocalProvider`
-calls them from its long-lived spawner threads (a parent-death signal fires when the
-*thread* that forked exits).
+survives, ``setsid`` or not) and its home and uid with it, and a new sandbox with a new home
+made from the snapshot takes its place. With ``spare`` on, that new sandbox was started in the
+background while the old one was in use (see `sandbox`), so revert is a kill and a socket
+rename; without it, or when the spare failed or was made for another snapshot, revert starts
+one on the spot. Methods here block; `LocalProvider` calls them from its long-lived spawner
+threads (a parent-death signal fires when the *thread* that forked exits).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
-import select
 import shutil
-import signal
-import socket
-import subprocess
+import threading
 import time
 import uuid
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from core.protocols import EnvError, EnvironmentLost
 
-from .cgroups import DesktopCgroup
-from .confine import HOME, Confinement, group_file, passwd_file, sandbox_python
+from .confine import HOME
 from .forward import TcpForwarder
-from .homes import drop_home, home_setup_argv, new_home_dir
+from .homes import drop_home
 from .netns import DesktopNetwork
-from .procs import ProcInfo, children, kill_pids, namespace_processes, pid_namespace, pss_kib
+from .procs import ProcInfo, pss_kib
+from .sandbox import Sandbox, SandboxSettings
 from .snapshot import SnapshotSpec, ensure_template, snapshot_spec
-from .uids import UidLease, lease_uid
+from .spawner import start_in_background
 
 __all__ = ["DesktopConfig", "DesktopInfo", "LocalDesktop", "NetworkMode"]
 
-_MIB = 1024 * 1024
+_log = logging.getLogger(__name__)
 #: ``off``: loopback only, always; ``task``: the internet (user-mode NAT, see `netns`) for a
 #: task that needs it, loopback only otherwise; ``on``: the NAT for every task.
 NetworkMode = Literal["off", "task", "on"]
+#: A spare starts at this nice level (back to 0 when it goes live), so while it starts the
+#: live desktops' steps keep the CPU; it still finishes in seconds on an idle core.
+SPARE_NICE = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,8 @@ class DesktopConfig:
     outside the home). Limits: ``memory_mib`` (RAM of every process, home and /tmp
     included), ``pids_max`` (processes and threads), ``home_mib`` (the home's size).
     ``tcp_forward`` adds a token-checked door on the host's 127.0.0.1 for tools that need a URL.
+    ``spare`` keeps a second sandbox started and waiting, so revert only swaps it in; it costs
+    a second desktop's memory (the runner turns it off when the machine has no room for it).
     """
 
     width: int = 1920
@@ -78,6 +85,7 @@ class DesktopConfig:
     tmp_mib: int = 512
     tcp_forward: bool = False
     start_timeout: float = 30.0
+    spare: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,38 +134,56 @@ class LocalDesktop:
         self.marker = f"{name}-{uuid.uuid4().hex[:8]}"
         self.base_dir = Path(base_dir)
         self.dir = self.base_dir / "desktops" / name
-        self.home: Path | None = None
         self.spec = snapshot_spec(config.snapshot)
         self._template: Path | None = None
-        self._lease: UidLease | None = None
-        self._cgroup: DesktopCgroup | None = None
-        self._listener: socket.socket | None = None
+        self._settings = SandboxSettings(
+            width=config.width,
+            height=config.height,
+            depth=config.depth,
+            sandbox=config.sandbox,
+            accessibility=config.accessibility,
+            memory_mib=config.memory_mib,
+            pids_max=config.pids_max,
+            home_mib=config.home_mib,
+            tmp_mib=config.tmp_mib,
+            start_timeout=config.start_timeout,
+        )
         self._forwarder: TcpForwarder | None = None
         self._token = ""
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._namespace: int | None = None
-        self._init_pid: int | None = None
-        self._xvfb_pid: int | None = None
+        self._live: Sandbox | None = None
+        self._spare: Sandbox | None = None
+        self._spare_started: Future[None] | None = None
+        self._lock = threading.Lock()  # guards the spare, the serial and the record
+        self._serial = 0
+        self._closed = False
         self._net: DesktopNetwork | None = None
-        #: Whether the running sandbox reaches the internet (through the NAT).
-        self.network = False
         self.start_seconds = 0.0
         self.last_revert_seconds = 0.0
+        self.last_revert_used_spare = False
 
     # -- life cycle ---------------------------------------------------------------------
 
     @property
     def uid(self) -> int:
-        if self._lease is None:
+        if self._live is None:
             raise EnvError(f"desktop {self.name} is not running")
-        return self._lease.uid
+        return self._live.uid
+
+    @property
+    def home(self) -> Path | None:
+        """The live sandbox's home mount point on the host (empty in the host's namespace)."""
+        return None if self._live is None else self._live.home
+
+    @property
+    def _namespace(self) -> int | None:
+        return None if self._live is None else self._live.namespace
 
     @property
     def socket_path(self) -> Path:
         return self.dir / "ctl.sock"
 
     def start(self) -> DesktopInfo:
-        """Lease a uid, make the host folder, a home and the listening socket, start the sandbox."""
+        """Make the host folder and token, start the sandbox, then a spare in the background."""
         t0 = time.monotonic()
         try:
             _private_dir(self.base_dir)
@@ -166,58 +192,53 @@ class LocalDesktop:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir.mkdir(mode=0o700)
             (self.dir / "pool").write_text(self.pool)
-            self._lease = lease_uid()
-            self._cgroup = DesktopCgroup(
-                self.marker, memory_bytes=self.config.memory_mib * _MIB, pids_max=self.config.pids_max
-            )
             self._token = secrets.token_urlsafe(32)
             token = self.dir / "token"
             token.touch(mode=0o600)
             token.write_text(self._token)
-            self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self._listener.bind(str(self.socket_path))
-            os.chmod(self.socket_path, 0o600)
-            self._listener.listen(128)
             if self.config.tcp_forward:
                 self._forwarder = TcpForwarder(str(self.socket_path))
-            self._launch(self.config.network == "on")
+            self._closed = False
+            self._start_live(self.config.network == "on")
         except BaseException:
             self.close()
             raise
+        self._start_spare()
         self.start_seconds = time.monotonic() - t0
         return self.info()
 
     def close(self) -> None:
-        """Kill every process of the desktop, drop its home, uid and folder; safe to call twice."""
-        self._kill_sandbox()
+        """Kill every process of the desktop and its spare, drop homes, uids and folder; safe
+        to call twice."""
+        with self._lock:
+            self._closed = True
+        spare = self._take_spare(wait=False)
+        if spare is not None:
+            spare.close()
+        live, self._live = self._live, None
+        if live is not None:
+            live.close()
         if self._net is not None:
             self._net.close()
             self._net = None
-        if self._cgroup is not None:
-            self._cgroup.remove()
-            self._cgroup = None
         if self._forwarder is not None:
             self._forwarder.close()
             self._forwarder = None
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
-        if self._lease is not None:
-            self._lease.release()
-            self._lease = None
         if self.dir.is_dir():
             for home in (self.dir / "homes").glob("*") if (self.dir / "homes").is_dir() else []:
                 drop_home(home)
             shutil.rmtree(self.dir, ignore_errors=True)
-        self.home = None
 
     def revert(
         self, snapshot: str | SnapshotSpec | None = None, *, needs_network: bool | None = None
     ) -> float:
-        """Kill the whole sandbox, give it a fresh home, start it again; returns the seconds taken.
+        """Kill the whole sandbox and swap in the spare (else start a new sandbox); returns the
+        seconds taken. Either way the desktop comes back on a fresh home and a new pid namespace.
 
         ``needs_network`` says whether the task about to run needs the internet (None keeps
-        the current setting); the `DesktopConfig.network` mode decides what it gets.
+        the current setting); the `DesktopConfig.network` mode decides what it gets. A spare
+        started with the other setting is dropped and a new sandbox started.
+
         A dead desktop raises `EnvironmentLost` instead (the pool replaces it).
         """
         t0 = time.monotonic()
@@ -233,51 +254,99 @@ class LocalDesktop:
         )
         if network:  # before the kill: a host that cannot give the NAT keeps the desktop as it was
             self._ensure_network()
-        self._kill_sandbox()
+        spare = self._take_spare(wait=True, network=network)
+        old, self._live = self._live, None
+        if old is not None:
+            old.close()  # every process of the old sandbox dead, its home and uid dropped
         try:
-            self._launch(network)
+            if spare is not None:
+                self._live = spare
+                spare.go_live(self.socket_path)
+                self._record()
+            else:
+                self._start_live(network)
         except EnvError as exc:
             raise EnvironmentLost(f"desktop {self.name} did not come back after revert: {exc}") from exc
+        self.last_revert_used_spare = spare is not None
+        self._start_spare()
         self.last_revert_seconds = time.monotonic() - t0
         return self.last_revert_seconds
+
+    def wait_spare(self, timeout: float) -> bool:
+        """Block until the spare serves (True), or fails, is off or ``timeout`` passes (False)."""
+        with self._lock:
+            started, spare = self._spare_started, self._spare
+        if started is None or spare is None:
+            return False
+        try:
+            started.result(timeout=timeout)
+        except (FutureTimeout, EnvError):
+            return False
+        return spare.problem() is None
 
     # -- queries ------------------------------------------------------------------------
 
     def problem(self) -> str | None:
         """None while the sandbox (and so display, bus, window manager, server) runs, else why not."""
-        if self._proc is None:
+        if self._live is None:
             return "not started or closed"
-        code = self._proc.poll()
-        if code is not None:
-            return f"the desktop session exited with code {code}: {self._log_tail()}"
-        return None
+        return self._live.problem()
 
     def processes(self) -> list[ProcInfo]:
-        """Live processes of this desktop: its whole pid namespace."""
-        return [] if self._namespace is None else namespace_processes(self._namespace)
+        """Live processes of this desktop: its whole pid namespace (the spare's not included)."""
+        return [] if self._live is None else self._live.processes()
+
+    def spare_processes(self) -> list[ProcInfo]:
+        """Processes of the spare sandbox (none while it is off or not started)."""
+        with self._lock:
+            spare = self._spare
+        return [] if spare is None else spare.processes()
+
+    @property
+    def spare_namespace(self) -> int | None:
+        """The spare's pid namespace (None until it serves, and without a spare)."""
+        with self._lock:
+            spare = self._spare
+        return None if spare is None else spare.namespace
+
+    @property
+    def spare_uid(self) -> int | None:
+        """The uid the spare holds (None without a spare)."""
+        with self._lock:
+            spare = self._spare
+        try:
+            return None if spare is None else spare.uid
+        except EnvError:
+            return None
 
     def memory_kib(self) -> int:
         """PSS summed over every process of the desktop (KiB)."""
         return pss_kib(p.pid for p in self.processes())
 
+    def spare_memory_kib(self) -> int:
+        """PSS summed over every process of the spare (KiB): what keeping a spare costs."""
+        return pss_kib(p.pid for p in self.spare_processes())
+
     def infra_pids(self) -> dict[str, int]:
         """Host pids of the display, bus, window manager and server (for fault injection)."""
         roles = {"Xvfb": "xvfb", "dbus-daemon": "dbus", "openbox": "wm"}
         found: dict[str, int] = {}
+        init = None if self._live is None else self._live.init_pid
         for p in self.processes():
             if p.comm in roles:
                 found.setdefault(roles[p.comm], p.pid)
-            elif p.ppid == self._init_pid:
+            elif p.ppid == init:
                 found.setdefault("server", p.pid)
         return found
 
     def info(self) -> DesktopInfo:
-        if self._proc is None:
+        live = self._live
+        if live is None or live.pid is None:
             raise EnvError(f"desktop {self.name} is not running")
         return DesktopInfo(
             name=self.name,
             display=":0",
-            pid=self._xvfb_pid if self._xvfb_pid is not None else self._proc.pid,
+            pid=live.xvfb_pid if live.xvfb_pid is not None else live.pid,
             port=None if self._forwarder is None else self._forwarder.port,
             token_file=str(self.dir / "token"),
             home=HOME,
@@ -287,70 +356,61 @@ class LocalDesktop:
             height=self.config.height,
             socket=str(self.socket_path),
             user="user",
-            uid=self.uid,
-            network=self.network,
+            uid=live.uid,
+            network=live.network,
         )
+
+    @property
+    def network(self) -> bool:
+        """Whether the live sandbox reaches the internet (through the desktop's NAT)."""
+        live = self._live
+        return live is not None and live.network
 
     # -- internals ----------------------------------------------------------------------
 
-    def _launch(self, network: bool) -> None:
-        """A new home and a new sandbox on the listening socket; waits until it serves.
-        With ``network`` the sandbox joins the desktop's NAT namespace (made on first use,
-        kept across reverts), else it gets loopback only."""
-        assert self._template is not None and self._lease is not None and self._listener is not None
-        cfg = self.config
-        netns = tuple(self._ensure_network().enter_argv()) if network else ()
-        self.home = new_home_dir(self.dir / "homes")
-        home_setup = home_setup_argv(self._template, self.home, uid=self.uid, size_bytes=cfg.home_mib * _MIB)
-        confinement = Confinement(
-            uid=self.uid, gid=self.uid, home=self.home, netns=netns,
-            resolv_conf=self._net.resolv_conf if netns and self._net is not None else None,
-            tmp_bytes=cfg.tmp_mib * _MIB,
-        )  # fmt: skip
-        launch = [[list(a.argv), a.window] for a in self.spec.launch]
-        token_r, token_w = os.pipe()
-        ready_r, ready_w = os.pipe()
-        passwd = _memfd("passwd", passwd_file(self.uid, self.uid))
-        group = _memfd("group", group_file(self.uid))
-        listen_fd = self._listener.fileno()
-        program = [
-            sandbox_python(), "-m", "environments.local.session",
-            "--listen-fd", str(listen_fd), "--token-fd", str(token_r), "--ready-fd", str(ready_w),
-            "--width", str(cfg.width), "--height", str(cfg.height), "--depth", str(cfg.depth),
-            "--launch", json.dumps(launch), "--start-timeout", str(cfg.start_timeout),
-        ]  # fmt: skip
-        if not cfg.accessibility:
-            program.append("--no-accessibility")
-        if not cfg.sandbox:
-            program.append("--no-sandbox")
-        join = self._cgroup.join_argv() if self._cgroup is not None else []
-        argv = [*join, *home_setup, *confinement.argv(program, passwd_fd=passwd, group_fd=group)]
-        log = self.dir / "session.log"
+    def _new_sandbox(self, network: bool, *, nice: int = 0) -> Sandbox:
+        assert self._template is not None
+        net = self._ensure_network() if network else None
+        with self._lock:
+            self._serial += 1
+            serial = self._serial
+        return Sandbox(
+            self.dir,
+            serial,
+            marker=self.marker,
+            spec=self.spec,
+            template=self._template,
+            token=self._token,
+            settings=self._settings,
+            net=net,
+            nice=nice,
+        )
+
+    def _start_live(self, network: bool) -> None:
+        """A new sandbox started here (in the desktop's NAT namespace when ``network``) and made
+        the one clients reach."""
+        sandbox = self._new_sandbox(network)
+        self._live = sandbox
         try:
-            os.write(token_w, self._token.encode())
-            os.close(token_w)
-            token_w = -1
-            with log.open("ab") as out:
-                self._proc = subprocess.Popen(
-                    argv,
-                    env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=out,
-                    pass_fds=(listen_fd, token_r, ready_w, passwd, group),
-                    process_group=0,
-                    close_fds=True,
-                )
-        finally:
-            for fd in (token_r, ready_w, passwd, group, token_w):
-                if fd >= 0:
-                    os.close(fd)
-        try:
-            self._wait_ready(ready_r)
-        finally:
-            os.close(ready_r)
-        self.network = network
+            sandbox.start()
+        except EnvError as exc:
+            raise EnvError(f"desktop {self.name}: {exc}") from exc
+        sandbox.go_live(self.socket_path)
         self._record()
+
+    def _start_spare(self) -> None:
+        """Start the next sandbox in the background (when spares are on and none is held)."""
+        if not self.config.spare:
+            return
+        # The next task most likely wants what this one had (a bench runs a domain's tasks in a
+        # row); a revert that wants the other setting drops the spare.
+        spare = self._new_sandbox(self.network, nice=SPARE_NICE)
+        with self._lock:
+            if self._closed or self._spare is not None:
+                return
+            self._spare = spare
+            self._spare_started = start_in_background(spare.start)
+        self._spare_started.add_done_callback(lambda _: self._record())
 
     def _ensure_network(self) -> DesktopNetwork:
         """The desktop's NAT namespace, made on first use (or again if its helpers died)."""
@@ -363,78 +423,50 @@ class LocalDesktop:
             self._net = net
         return self._net
 
-    def _wait_ready(self, fd: int) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + self.config.start_timeout + 10
-        buf = b""
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self._kill_sandbox()
-                raise EnvError(f"desktop {self.name} did not start within {self.config.start_timeout:g} s")
-            ready, _, _ = select.select([fd], [], [], min(left, 0.2))
-            if ready:
-                chunk = os.read(fd, 64)
-                if not chunk:
-                    self._proc.wait(timeout=10)
-                    tail = self._log_tail()
-                    self._kill_sandbox()
-                    raise EnvError(f"desktop {self.name} did not start: {tail}")
-                buf += chunk
-        init = children(self._proc.pid)
-        self._init_pid = init[0] if init else None
-        self._namespace = pid_namespace(self._init_pid) if self._init_pid is not None else None
-        found = [p.pid for p in self.processes() if p.comm == "Xvfb"]
-        self._xvfb_pid = found[0] if found else None
+    def _take_spare(self, *, wait: bool, network: bool = False) -> Sandbox | None:
+        """Hand the spare over (waiting for it to serve when ``wait``), or None when there is
+        none or it failed or was made for another snapshot or network setting (those are
+        closed here)."""
+        with self._lock:
+            spare, started = self._spare, self._spare_started
+            self._spare, self._spare_started = None, None
+        if spare is None or started is None:
+            return None
+        keep = (
+            wait
+            and spare.spec == self.spec
+            and spare.template == self._template
+            and spare.net is (self._net if network else None)
+        )
+        if not keep:
+            spare.abort()  # a start still under way ends now rather than being waited for
+        try:
+            if keep and not started.done():
+                spare.boost()  # the revert waits for it: no longer in the background
+            started.result()
+        except Exception as exc:  # any failure to start: the spare is dropped, revert starts anew
+            if keep:
+                _log.warning("desktop %s: the spare did not start (%s); starting a new sandbox", self.name, exc)
+            spare.close()
+            return None
+        problem = spare.problem()
+        if keep and problem is not None:
+            _log.warning("desktop %s: the spare died (%s); starting a new sandbox", self.name, problem)
+        if not keep or problem is not None:
+            spare.close()
+            return None
+        return spare
 
     def _record(self) -> None:
-        """What the watchdog and `sweep` need to kill this desktop without us."""
-        record = {
-            "pid": self._proc.pid if self._proc else None,
-            "init": self._init_pid,
-            "namespace": self._namespace,
-            "cgroup": self.marker,
-        }
-        temp = self.dir / ".sandbox.json.tmp"
-        temp.write_text(json.dumps(record))
-        os.replace(temp, self.dir / "sandbox.json")
-
-    def _kill_sandbox(self) -> None:
-        """SIGKILL the namespace's first process (the kernel kills every other one), then
-        whatever the cgroup still holds; drop the home once nothing can use it."""
-        proc, self._proc = self._proc, None
-        if self._init_pid is not None and pid_namespace(self._init_pid) == self._namespace:
-            _kill(self._init_pid)
-        if proc is not None:
-            _kill(proc.pid)
-        if self._cgroup is not None:
-            self._cgroup.kill()
-        if self._namespace is not None:
-            for _ in range(3):
-                left = namespace_processes(self._namespace)
-                if not left:
-                    break
-                kill_pids([p.pid for p in left])
-        if proc is not None:
+        """What the watchdog and `sweep` need to kill this desktop's sandboxes without us."""
+        with self._lock:
+            sandboxes = [s.record() for s in (self._live, self._spare) if s is not None and s.pid is not None]
+            temp = self.dir / ".sandbox.json.tmp"
             try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self._init_pid = None
-        self._xvfb_pid = None
-        self._namespace = None
-        if self.home is not None:
-            drop_home(self.home)
-            self.home = None
-
-    def _log_tail(self, lines: int = 3) -> str:
-        try:
-            text = (self.dir / "session.log").read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "(no log)"
-        errors = [line for line in text if line.startswith("error:")]
-        return " | ".join((errors or text)[-lines:]) or "(no output)"
+                temp.write_text(json.dumps({"sandboxes": sandboxes}))
+                os.replace(temp, self.dir / "sandbox.json")
+            except FileNotFoundError:
+                pass  # the desktop was closed meanwhile and its folder is gone
 
 
 def _private_dir(path: Path) -> None:
@@ -443,17 +475,3 @@ def _private_dir(path: Path) -> None:
     if path.is_symlink():
         raise EnvError(f"{path} is a symlink; remove it and start again")
     os.chmod(path, 0o700)
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _memfd(name: str, data: bytes) -> int:
-    fd = os.memfd_create(name, 0)
-    os.write(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd

@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1080)
     args = parser.parse_args(argv)
-    config = DesktopConfig(
-        width=args.width, height=args.height, snapshot=args.snapshot
+    config = DesktopConfig(  # nothing reverts these desktops: a spare would only cost memory
+        width=args.width, height=args.height, snapshot=args.snapshot, spare=False
     )
     asyncio.run(_serve(args.base_dir, args.count, config, args.prefix))
     return 0

@@ -6,6 +6,7 @@ import asyncio
 import statistics
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 from .desktop import DesktopConfig, LocalDesktop
@@ -57,6 +58,8 @@ async def measure_desktops(
         memory = [d.memory_kib() / 1024 for d in desktops]
         times: list[float] = []
         for _ in range(reverts):
+            # As between rollouts: each desktop's spare (when on) serves again before reverting.
+            await asyncio.gather(*(run_blocking(partial(d.wait_spare, 120)) for d in desktops))
             for d in desktops:
                 times.append(await run_blocking(d.revert))
         return DesktopFigures(

@@ -23,26 +23,40 @@ from .procs import kill_pids, namespace_processes, pid_namespace
 __all__ = ["reap_desktop", "sandbox_alive", "sweep_stale"]
 
 
-def _record(folder: Path) -> dict[str, object]:
+def _records(folder: Path) -> list[dict[str, object]]:
+    """The desktop's sandboxes (its live one and its spare) as recorded in ``sandbox.json``."""
     try:
         raw = json.loads((folder / "sandbox.json").read_text())
     except (OSError, ValueError):
-        return {}
-    return raw if isinstance(raw, dict) else {}
+        return []
+    found = raw.get("sandboxes", [raw]) if isinstance(raw, dict) else []
+    return [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []
 
 
-def sandbox_alive(folder: Path) -> bool:
-    """True while the desktop recorded in ``folder`` still runs (its first process lives on
-    in its namespace)."""
-    record = _record(folder)
+def _alive(record: dict[str, object]) -> bool:
     namespace, init = record.get("namespace"), record.get("init")
     return isinstance(init, int) and isinstance(namespace, int) and pid_namespace(init) == namespace
 
 
+def sandbox_alive(folder: Path) -> bool:
+    """True while a sandbox recorded in ``folder`` still runs (its first process lives on
+    in its namespace)."""
+    return any(_alive(record) for record in _records(folder))
+
+
 def reap_desktop(folder: Path) -> int:
-    """Kill every process of the desktop in ``folder``, unmount its homes, delete the folder;
-    returns how many processes were killed."""
-    record = _record(folder)
+    """Kill every process of the desktop in ``folder`` (live sandbox and spare), unmount its
+    homes, delete the folder; returns how many processes were killed."""
+    killed = sum(_reap_sandbox(record) for record in _records(folder))
+    homes = folder / "homes"
+    if homes.is_dir():
+        for home in homes.iterdir():
+            drop_home(home)
+    shutil.rmtree(folder, ignore_errors=True)
+    return killed
+
+
+def _reap_sandbox(record: dict[str, object]) -> int:
     killed = 0
     namespace, init, cgroup = record.get("namespace"), record.get("init"), record.get("cgroup")
     # Only while the recorded first process still lives in the recorded namespace is it this
@@ -61,11 +75,6 @@ def reap_desktop(folder: Path) -> int:
             kill_pids([p.pid for p in left])
     if isinstance(cgroup, str):
         DesktopCgroup(cgroup, memory_bytes=0, pids_max=0, create=False).remove()
-    homes = folder / "homes"
-    if homes.is_dir():
-        for home in homes.iterdir():
-            drop_home(home)
-    shutil.rmtree(folder, ignore_errors=True)
     return killed
 
 

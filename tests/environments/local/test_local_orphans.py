@@ -33,6 +33,8 @@ _OWNER = textwrap.dedent(
         config = DesktopConfig(snapshot="mousepad")
         async with LocalProvider(2, base_dir=Path(sys.argv[1]), config=config, prefix="orphan") as pool:
             envs = [await pool.acquire() for _ in range(2)]
+            spares = [await asyncio.to_thread(e.desktop.wait_spare, 60) for e in envs]
+            assert all(spares), "the spares did not start"
             # an app started through the server escapes the desktop's group, session and environment
             done = await envs[0].act(
                 "import subprocess; subprocess.Popen(['setsid', 'env', '-i', 'sleep', '300'], start_new_session=True)"
@@ -40,8 +42,8 @@ _OWNER = textwrap.dedent(
             assert done.ok, done
             print(json.dumps({
                 "pool": pool.pool_id,
-                "namespaces": [e.desktop._namespace for e in envs],
-                "uids": [e.desktop.uid for e in envs],
+                "namespaces": [e.desktop._namespace for e in envs] + [e.desktop.spare_namespace for e in envs],
+                "uids": [e.desktop.uid for e in envs] + [e.desktop.spare_uid for e in envs],
                 "folders": [str(e.desktop.dir) for e in envs],
             }), flush=True)
             await asyncio.sleep(300)
@@ -86,6 +88,8 @@ def test_owner_death_leaves_no_process_behind(sig: signal.Signals, env_base_dir:
             names = {p.comm for p in _left(namespaces)}
             time.sleep(0.05)
         assert wanted <= names, names
+        assert all(_left([ns]) for ns in namespaces), "a desktop or spare was not running"
+        assert len(set(started["uids"])) == 4, started["uids"]
         owner.send_signal(sig)
         owner.wait(timeout=30)
         left = _wait_gone(namespaces, 10.0)
