@@ -152,8 +152,12 @@ async def test_a_task_that_needs_the_internet_gets_a_nat_that_cannot_reach_the_h
         assert not desktop.network and not desktop.info().network
         await run_blocking(lambda: desktop.revert(needs_network=True))
         assert desktop.network and desktop.info().network
+        assert not desktop.last_revert_used_spare  # the waiting spare was offline: dropped
         netted = await _probe(desktop, [*reachable, *host_targets])
         await run_blocking(lambda: desktop.revert(needs_network=False))
+        assert not desktop.network and not desktop.last_revert_used_spare  # its spare was netted
+        await run_blocking(lambda: desktop.revert(needs_network=False))
+        assert not desktop.network and desktop.last_revert_used_spare  # an offline spare, swapped in
         after = await _probe(desktop, [*reachable, *host_targets])
     finally:
         await run_blocking(desktop.close)

@@ -193,7 +193,7 @@ def test_a_revert_before_the_spare_serves_waits_for_it_at_full_weight(env_base_d
 @pytest.mark.parametrize("when", ["before", "during"])
 def test_a_boosted_spare_runs_wholly_at_its_owners_weight(when: str, shared_desktops: list[LocalDesktop]) -> None:
     """However early the revert boosts it (before its first process, or while it starts)."""
-    sandbox = shared_desktops[0]._new_sandbox(nice=SPARE_NICE)
+    sandbox = shared_desktops[0]._new_sandbox(False, nice=SPARE_NICE)
     try:
         if when == "before":
             sandbox.boost()
