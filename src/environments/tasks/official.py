@@ -43,6 +43,7 @@ __all__ = [
     "getter_unsupported_reason",
     "metric",
     "metric_modules",
+    "package_root",
     "python_controller_class",
     "reads_attribute",
     "register_metrics_package",
@@ -93,7 +94,7 @@ def scorer_tag() -> str:
 
 
 @functools.cache
-def _package_root() -> Path:
+def package_root() -> Path:
     """The installed ``desktop_env`` folder, after checking it is the pinned version."""
     try:
         installed = importlib.metadata.version(OFFICIAL_PACKAGE)
@@ -114,11 +115,7 @@ def _package_root() -> Path:
 
 
 def _package_dir(package: str) -> Path:
-    return _package_root().joinpath(*package.split(".")[1:])
-
-
-def _metrics_dir() -> Path:
-    return _package_dir(_METRICS)
+    return package_root().joinpath(*package.split(".")[1:])
 
 
 @functools.cache
@@ -332,7 +329,7 @@ def getter_unsupported_reason(getter_type: str) -> str | None:
 @functools.cache
 def setup_controller_class() -> type[Any]:
     """OSWorld's own ``SetupController`` (its module needs the ``[osworld-setup]`` extra)."""
-    _package_root()
+    package_root()
     register_metrics_package()  # the controller imports one helper of the metrics package
     # Its chrome steps log the whole process environment at DEBUG ("PLAYWRIGHT ENV"): keep
     # its logger at INFO or above so no secret of this process reaches a log.
@@ -358,7 +355,7 @@ def setup_controller_class() -> type[Any]:
 @functools.cache
 def python_controller_class() -> type[Any]:
     """OSWorld's own host-side ``PythonController``, which the getters call through ``env.controller``."""
-    _package_root()
+    package_root()
     from desktop_env.controllers.python import PythonController
 
     return PythonController  # type: ignore[no-any-return]

@@ -53,7 +53,7 @@ class Feature:
 @functools.cache
 def desktop_env_dir() -> Path:
     """The installed package's folder (the version check is `official`'s)."""
-    return official._metrics_dir().parent.parent
+    return official.package_root()
 
 
 @dataclass(frozen=True)

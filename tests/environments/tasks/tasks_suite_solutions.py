@@ -39,6 +39,19 @@ class Goto:
 
 
 @dataclass(frozen=True)
+class Chords:
+    """Chords in one action, half a second apart. A busy LibreOffice can drop a key sent in its
+    first seconds, or act on a later one first; repeating an idempotent chord (``shift+end``)
+    makes the selection land all the same."""
+
+    chords: tuple[str, ...]
+
+    def pyautogui(self) -> str:
+        calls = [f"pyautogui.hotkey({', '.join(repr(k) for k in c.split('+'))})" for c in self.chords]
+        return "; pyautogui.sleep(0.5); ".join(calls) + "; pyautogui.sleep(0.3)"
+
+
+@dataclass(frozen=True)
 class Type:
     text: str
 
@@ -74,7 +87,7 @@ class Until:
     retry_key: str | None = None
 
 
-Step = Key | Goto | Type | Click | Pause | Until
+Step = Key | Goto | Chords | Type | Click | Pause | Until
 
 
 def window(title: str) -> Until:
@@ -200,9 +213,9 @@ SOLUTIONS: dict[str, list[Step]] = {
         Type("48\n"),
     ],
     "writer-retitle": [
+        Until("xdotool getactivewindow getwindowname | grep -qF memo.docx"),
         LOOK,
-        Key("ctrl+home"),
-        Key("shift+end"),
+        Chords(("ctrl+home", "shift+end", "shift+end")),
         Type("Final memo"),
         stamp_now(),
         Key("ctrl+s"),

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from tasks_suite_solutions import SOLUTIONS, Click, Goto, Key, Pause, Step, Type, Until
+from tasks_suite_solutions import SOLUTIONS, Chords, Click, Goto, Key, Pause, Step, Type, Until
 
 from core.protocols import Environment
 from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
@@ -88,7 +88,7 @@ async def perform(env: Environment, client: OSWorldClient, steps: list[Step]) ->
             await asyncio.sleep(step.seconds)
         elif isinstance(step, Until):
             await _until(client, env, step)
-        elif isinstance(step, Key | Goto | Type | Click):
+        elif isinstance(step, Key | Goto | Chords | Type | Click):
             result = await env.act(step.pyautogui())
             assert result.ok, (step, result)
 

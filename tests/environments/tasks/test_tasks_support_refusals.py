@@ -115,10 +115,10 @@ def test_without_the_official_package_every_task_is_refused_in_one_line(monkeypa
         raise official.MissingScorer("OSWorld's scorer is not installed: pip install 'agent-s3[osworld]'")
 
     caches = [surface.desktop_env_dir, surface.step_types, surface.getter_types, surface.metric_types,
-              surface.metric_option_keys, official.metric_modules]
+              surface.metric_option_keys, official.package_root, official._exports]
     for cached in caches:
         cached.cache_clear()
-    monkeypatch.setattr(official, "_metrics_dir", missing)
+    monkeypatch.setattr(official, "package_root", missing)
     try:
         task = _task(func="exact_match", result={"type": "vm_command_line", "command": "true"},
                      expected={"type": "rule", "rules": {"expected": ""}})
