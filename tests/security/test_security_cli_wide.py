@@ -58,6 +58,9 @@ pytestmark = [pytest.mark.security, pytest.mark.desktop, pytest.mark.integration
 _TERM = "victim-term"
 #: A desktop's process limit (`DesktopConfig.pids_max`'s default, which `run` keeps).
 _PIDS_MAX = 1024
+#: Seconds a host process may take to start while the bombs go off (it takes milliseconds
+#: on an idle machine): beyond this the host counts as unresponsive.
+_UNRESPONSIVE = 10.0
 #: Both rollouts' policy: hand the work to code, then finish.
 _DONE = "<answer>\nDONE\n</answer>"
 _PLAN = PlannedReplies(
@@ -185,6 +188,33 @@ def _bash(code: str) -> str:
     return f"<answer>\n```bash\n{code}\n```\n</answer>"
 
 
+async def _run_watching_the_host(
+    argv: list[str], env: dict[str, str], roles: _Roles
+) -> tuple[tuple[int, str], float]:
+    """The command's exit code and output, and the slowest start of a host process (`true`)
+    while it ran: the bombs must leave the host responsive."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    worst = 0.0
+
+    async def probe() -> None:
+        nonlocal worst
+        while not stop.is_set():
+            began = loop.time()
+            proc = await asyncio.create_subprocess_exec("true")
+            await proc.wait()
+            worst = max(worst, loop.time() - began)
+            await asyncio.sleep(0.25)
+
+    watcher = asyncio.ensure_future(probe())
+    try:
+        ((code, text),) = await drive_cli([argv], env, roles, timeout=200)
+    finally:
+        stop.set()
+        await watcher
+    return (code, text), worst
+
+
 @pytest.mark.timeout(240)
 def test_two_rollouts_of_one_wide_run_attack_each_other(canary: Canary, tally: Tally, tmp_path: Path) -> None:
     why = cli_unavailable()
@@ -221,9 +251,9 @@ def test_two_rollouts_of_one_wide_run_attack_each_other(canary: Canary, tally: T
             "--base-url", "{base_url}", "--out", str(runs), "--run-id", "wide", "--rollouts", "2",
             "--judge", "none", "--settle", "0.1", "--max-steps", "3"]  # fmt: skip
     started = time.monotonic()
-    ((code, text),) = asyncio.run(drive_cli([argv], cli_env(envs), roles, timeout=200))
+    (code, text), slowest = asyncio.run(_run_watching_the_host(argv, cli_env(envs), roles))
     seconds = time.monotonic() - started
-    print(f"\nwide run under attack: {seconds:.1f} s")
+    print(f"\nwide run under attack: {seconds:.1f} s; slowest host process start {slowest:.2f} s")
     assert code == 0, text[-3000:]
     assert "Traceback" not in text, text[-3000:]
 
@@ -270,8 +300,12 @@ def test_two_rollouts_of_one_wide_run_attack_each_other(canary: Canary, tally: T
             "ptrace or /proc/<pid>/mem reached a process outside the sandbox",
         ),
         "cli_wide_fork_and_memory_bombs": (
-            "MEMORY-ALLOCATED" in said or bombed > _PIDS_MAX or headers[planter[0]].get("status") != "done",
-            f"6 GiB allocated or {bombed} processes in one desktop, or the other rollout did not finish",
+            "MEMORY-ALLOCATED" in said
+            or bombed > _PIDS_MAX
+            or slowest > _UNRESPONSIVE
+            or headers[planter[0]].get("status") != "done",
+            f"6 GiB allocated or {bombed} processes in one desktop, the host took {slowest:.1f} s to start"
+            " a process, or the other rollout did not finish",
         ),
         "cli_wide_home_swapped_before_scoring": (
             host_changed or leaked,
