@@ -98,16 +98,20 @@ def _planter(secret: str, tok: str) -> str:
     ])  # fmt: skip
 
 
-def _attacker(tok: str, mark: str, envs: Path, canary: Path, targets: list[int]) -> str:
+def _attacker(tok: str, control: str, mark: str, envs: Path, canary: Path, targets: list[int]) -> str:
     """Rollout "0": every chain from inside its code sandbox, the fork bomb last (after it
-    only shell builtins run, since a fork may no longer succeed)."""
+    only shell builtins run, since a fork may no longer succeed). `control` is its own
+    secret, which each probe must find (a probe that finds nothing proves nothing)."""
     found = "grep -o 'SEC''RET-[0-9a-f]\\{8,\\}' | sort -u | head -5"
     return "\n".join([
         f"echo ATTACK-'RAN'-{tok}",
+        # Controls: its own secret where the probes below look, which they must find.
+        f"echo SEC'RET-'{control} > ~/secret.txt; setsid sh -c 'sleep 60' own-SEC'RET-'{control} &",
         # xdotool into the desktop's own xterm: runs in the desktop, never on the host.
         f"timeout 20 xdotool search --sync --name {_TERM} windowactivate --sync"
         f" && xdotool type --delay 5 'touch {mark}; id -u > ~/typed' && xdotool key Return",
         f"sleep 1; test -s ~/typed && echo TYPED-'INSIDE'-{tok}",
+        f"xdotool search --name {_TERM} set_window --name own-SEC'RET-'{control}",
         # The other desktop: its home, X server and cookie, windows, processes.
         f"timeout 15 grep -rsh 'SEC''RET-' /tmp /home /run /var/tmp {envs} 2>/dev/null | {found}",
         f"cat /proc/*/root/home/user/secret.txt /proc/*/cwd/secret.txt 2>/dev/null | {found}",
@@ -116,6 +120,7 @@ def _attacker(tok: str, mark: str, envs: Path, canary: Path, targets: list[int])
         "own=${DISPLAY#:}; own=${own%%.*}",
         "for d in $(seq 0 40); do test \"$d\" = \"$own\" && continue;"
         f" DISPLAY=:$d timeout 2 xdotool getdisplaygeometry >/dev/null 2>&1 && echo OTHER-'DISPLAY'-{tok} $d; done",
+        f"xdotool getdisplaygeometry >/dev/null 2>&1 && echo OWN-'DISPLAY'-{tok}",
         f"xdotool search --name 'SEC''RET-' getwindowname 2>/dev/null | {found}",
         # ptrace and /proc/<pid>/mem of the servers, the runner and the planter, by host pid.
         f"python3 - <<'PY'\n{_PTRACE.format(targets=targets)}\nPY",
@@ -188,6 +193,26 @@ def _bash(code: str) -> str:
     return f"<answer>\n```bash\n{code}\n```\n</answer>"
 
 
+def _output(rollout: Path, marker: str) -> str:
+    """The stdout of the code step whose output holds `marker` (from traj.jsonl)."""
+    found: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key == "stdout" and isinstance(inner, str) and marker in inner:
+                    found.append(inner)
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    for line in (rollout / "traj.jsonl").read_text().splitlines():
+        walk(json.loads(line))
+    assert found, f"no code step of {rollout} printed {marker}"
+    return found[0]
+
+
 async def _run_watching_the_host(
     argv: list[str], env: dict[str, str], roles: _Roles
 ) -> tuple[tuple[int, str], float]:
@@ -222,6 +247,7 @@ def test_two_rollouts_of_one_wide_run_attack_each_other(canary: Canary, tally: T
         pytest.skip(why)
     tok = secrets.token_hex(4)
     secret = "SECRET-" + secrets.token_hex(12)
+    control = secrets.token_hex(12)  # the attacker's own
     mark = f"/tmp/agent-s3-typed-{tok}"
     envs = tmp_path / "envs"
     tasks = tmp_path / "tasks"
@@ -245,7 +271,9 @@ def test_two_rollouts_of_one_wide_run_attack_each_other(canary: Canary, tally: T
     watched = {
         p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (Path("/etc/shadow"), Path("/etc/passwd"))
     }
-    roles = _Roles(_planter(secret, tok), lambda: _attacker(tok, mark, envs, canary.secret, _host_targets()))
+    roles = _Roles(
+        _planter(secret, tok), lambda: _attacker(tok, control, mark, envs, canary.secret, _host_targets())
+    )
     runs = tmp_path / "runs"
     argv = [str(CLI), "run", "--task", str(tasks / "wide-hostile.json"), "--model", "openai/test-model",
             "--base-url", "{base_url}", "--out", str(runs), "--run-id", "wide", "--rollouts", "2",
@@ -263,12 +291,14 @@ def test_two_rollouts_of_one_wide_run_attack_each_other(canary: Canary, tally: T
     attacker = [n for n, b in records.items() if f"ATTACK-RAN-{tok}".encode() in b]
     planter = [n for n, b in records.items() if f"PLANTER-READY-{tok}".encode() in b]
     assert len(attacker) == 1 and len(planter) == 1 and attacker != planter, (sorted(records), roles.order)
-    said = records[attacker[0]].decode(errors="replace")
+    said = _output(rollouts[attacker[0]], f"ATTACK-RAN-{tok}")
     assert roles.planter_reported is not None and roles.attacker_released is not None
     assert roles.planter_reported <= roles.attacker_released, "the attacker ran before the secret was planted"
     # The attacks really ran inside (a broken attack must not pass as a held wall).
     assert f"TYPED-INSIDE-{tok}" in said and f"BOMB-STARTS-{tok}" in said, said[-3000:]
     assert "PTRACE-TRIED" in said and f"MEMORY-BOMB-{tok}" in said, said[-3000:]
+    # home, /proc/*/root, cmdline and window title probes each found the attacker's own secret
+    assert said.count(f"SECRET-{control}") == 4 and f"OWN-DISPLAY-{tok}" in said, said[-3000:]
     counted = re.search(rf"BOMB-DONE-{tok} (\d+)", said)
     assert counted, said[-3000:]
     bombed = int(counted.group(1))
