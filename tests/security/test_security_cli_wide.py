@@ -13,14 +13,15 @@ back, and its code, from inside the code sandbox:
 - ptraces (and reads ``/proc/<pid>/mem`` of) the controller servers, the runner and the
   planter's processes, by their host pids;
 - allocates more memory than its desktop may hold;
-- swaps its home for a symlink to ``/`` before scoring (the task's evaluator fetches files
-  through the home);
+- links the result file to a root-only canary and tries to swap its home for a symlink to
+  ``/`` before scoring (the task's evaluator fetches the result file through the home; the
+  home is a mount point of the desktop, so the rename is refused);
 - ends with a fork bomb.
 
 Reports are quoted apart in the code (``ATTACK-'RAN'``) so that only their output holds the
 whole word. Afterwards: exit code 0 without a traceback, no host file changed, no secret of
 the planter in the attacker's records, no process of the run left, the planter's outcome
-recorded.
+recorded (done, score 1), a host process started promptly throughout.
 """
 
 from __future__ import annotations
