@@ -3,7 +3,8 @@
 Runs tests/security with SECURITY_SCALE raising how many times each attack is tried: the
 chains through a real desktop's action executor, code sandbox, controller and revert; the
 same chains through the real command line (`cli_*`: `agent-s3 bench osworld` and `run` on
-hostile task files with hostile scripted replies, tried once per run, the CLI being slow);
+hostile task files with hostile scripted replies, and `cli_wide_*`: the two rollouts of one
+`run --rollouts 2` attacking each other; tried once per run, the CLI being slow);
 and a networked desktop probing the host's addresses through its NAT. Root-only host
 canaries are watched throughout. Prints one `attack: attempts N escapes M` line per attack
 and the totals. The goal is 0 escapes.

@@ -6,16 +6,25 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.llm import Script
+from core.llm.fakeserver import OpenAIServer
+from core.llm.scripted import Step
 from core.protocols import ExecResult
 from environments.local import LocalDesktop, LocalEnvironment, desktop_client
 from environments.osworld import OSWorldClient, ServerError
 
 FIGURES_ENV = "SECURITY_FIGURES"
 SCALE_ENV = "SECURITY_SCALE"
+#: The console script the CLI chains run, and the stand-in key the scripted server wants.
+CLI = Path(sys.executable).with_name("agent-s3")
+CLI_KEY = "sk-security-cli-" + "k" * 16
+_CLI_NEEDS = ("Xvfb", "openbox", "xterm", "dbus-daemon", "bwrap", "setpriv")
 
 
 def scale() -> int:
@@ -127,3 +136,60 @@ async def wait_process(desktop: LocalDesktop, comm: str, timeout: float = 10.0) 
 
 def host_file_exists(path: str) -> bool:
     return Path(path).exists()
+
+
+def cli_unavailable() -> str | None:
+    """Why the CLI chains cannot run here (a missing tool, not root), or None."""
+    missing = [tool for tool in _CLI_NEEDS if shutil.which(tool) is None]
+    if missing or not CLI.exists():
+        return f"missing {', '.join(missing) or 'the agent-s3 console script'}"
+    if os.geteuid() != 0:
+        return "local desktops need root to start their sandboxes"
+    return None
+
+
+def cli_env(envs: Path) -> dict[str, str]:
+    """The CLI's environment: desktops under `envs`, the scripted server's key, no real keys."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(AGENT_S3_ENV_DIR=str(envs), OPENAI_API_KEY=CLI_KEY, COLUMNS="200")
+    return env
+
+
+async def drive_cli(
+    commands: list[list[str]], env: dict[str, str], step: Step, timeout: float = 170
+) -> list[tuple[int, str]]:
+    """Run the commands one after another against one scripted model server (``{base_url}``
+    in an argument is its address); each command's exit code and output."""
+    done = []
+    async with OpenAIServer(Script("security-cli", [step] * 400), api_key=CLI_KEY) as server:
+        for argv in commands:
+            argv = [server.base_url if a == "{base_url}" else a for a in argv]
+            proc = await asyncio.create_subprocess_exec(
+                *argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            )
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout=timeout)
+            done.append(
+                (proc.returncode if proc.returncode is not None else -1, out.decode(errors="replace"))
+            )
+    return done
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Host processes whose command line holds `text`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = (
+                    Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                )
+            except OSError:
+                continue
+            if text in cmd:
+                found.append(f"{entry}: {cmd[:100]}")
+    return found
+
+
+def tree_bytes(folder: Path) -> bytes:
+    """Every regular file's bytes below `folder` (symlinks not followed)."""
+    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_symlink())

@@ -25,24 +25,25 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import secrets
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
-from security_helpers import Canary, Tally, record
+from security_helpers import (
+    CLI,
+    Canary,
+    Tally,
+    cli_env,
+    cli_unavailable,
+    drive_cli,
+    processes_mentioning,
+    record,
+    tree_bytes,
+)
 
-from core.llm import Script
-from core.llm.fakeserver import OpenAIServer
 from runner.demo_policy import PlannedReplies, action_reply
 
 pytestmark = [pytest.mark.security, pytest.mark.desktop, pytest.mark.integration]
-
-CLI = Path(sys.executable).with_name("agent-s3")
-KEY = "sk-security-cli-" + "k" * 16
-_NEEDS = ("Xvfb", "openbox", "xterm", "dbus-daemon", "bwrap", "setpriv")
 
 
 def _attack(canary: Canary, tok: str) -> str:
@@ -105,50 +106,11 @@ def _hostile_tasks(canary: Canary, token_file: str, tok: str) -> list[dict]:
     ]  # fmt: skip
 
 
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmd = (
-                    Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                )
-            except OSError:
-                continue
-            if text in cmd:
-                found.append(f"{entry}: {cmd[:100]}")
-    return found
-
-
-def _tree_bytes(folder: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
-
-
-async def _drive(
-    commands: list[list[str]], env: dict[str, str], plan: PlannedReplies
-) -> list[tuple[int, str]]:
-    """Run the commands one after another against one scripted model server."""
-    done = []
-    async with OpenAIServer(Script("security-cli", [plan] * 400), api_key=KEY) as server:
-        for argv in commands:
-            argv = [server.base_url if a == "{base_url}" else a for a in argv]
-            proc = await asyncio.create_subprocess_exec(
-                *argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
-            )
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout=170)
-            done.append(
-                (proc.returncode if proc.returncode is not None else -1, out.decode(errors="replace"))
-            )
-    return done
-
-
 @pytest.mark.timeout(240)
 def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tally, tmp_path: Path) -> None:
-    missing = [tool for tool in _NEEDS if shutil.which(tool) is None]
-    if missing or not CLI.exists():
-        pytest.skip(f"missing {', '.join(missing) or 'the agent-s3 console script'}")
-    if os.geteuid() != 0:
-        pytest.skip("local desktops need root to start their sandboxes")
+    why = cli_unavailable()
+    if why:
+        pytest.skip(why)
     tok = secrets.token_hex(4)
     envs = tmp_path / "envs"
     token_file = str(envs / "desktops" / "local-1" / "token")  # where the run's desktop keeps it
@@ -171,14 +133,13 @@ def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tal
         ],
         code=[f"<answer>\n```bash\n{_attack(canary, tok)}\n```\n</answer>", "<answer>\nDONE\n</answer>"],
     )
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(AGENT_S3_ENV_DIR=str(envs), OPENAI_API_KEY=KEY, COLUMNS="200")
+    env = cli_env(envs)
     model = ["--model", "openai/test-model", "--base-url", "{base_url}", "--out", str(tmp_path / "runs")]
     bench = [str(CLI), "bench", "osworld", "--tasks", str(tmp_path / "list.json"), "--examples", str(examples),
              "--env", "local", *model, "--settle", "0.1", "--run-id", "hostile", "-c", "rollout.max_steps=4"]  # fmt: skip
     alone = [str(CLI), "run", "--task", str(examples / "hostile" / "download-a-root-file-url.json"), *model,
              "--run-id", "hostile-single"]  # fmt: skip
-    (code, text), (single_code, said) = asyncio.run(_drive([bench, alone], env, plan))
+    (code, text), (single_code, said) = asyncio.run(drive_cli([bench, alone], env, plan))
     run = tmp_path / "runs" / "hostile"
     assert code == 0, text[-3000:]
     assert "Traceback" not in text, text[-3000:]
@@ -209,7 +170,7 @@ def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tal
         and headers["scored-with-planted-links"]["network"] is False
     )
 
-    run_bytes = _tree_bytes(tmp_path / "runs")  # both runs' folders
+    run_bytes = tree_bytes(tmp_path / "runs")  # both runs' folders
     # The execute step ran inside, as the desktop's user: what it saved is what the desktop could read.
     leak = [p.read_text(errors="replace") for p in run.rglob("got-0.txt")]
     assert leak and "No such file" in leak[0] and "Permission denied" in leak[0], leak
@@ -219,7 +180,7 @@ def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tal
     host_changed = canary.changed() or any(
         hashlib.sha256(p.read_bytes()).hexdigest() != digest for p, digest in watched.items()
     )
-    left = _processes_mentioning(f"agent-s3-survivor-{tok}") + _processes_mentioning(str(envs))
+    left = processes_mentioning(f"agent-s3-survivor-{tok}") + processes_mentioning(str(envs))
     # Each chain of this run: what would count as its escape.
     chains = {
         "cli_symlinked_bashrc_recreated_during_revert": (
