@@ -38,6 +38,7 @@ __all__ = [
     "OFFICIAL_VERSION",
     "MissingScorer",
     "OfficialMetric",
+    "SourceFacts",
     "getter",
     "getter_modules",
     "getter_unsupported_reason",
@@ -49,6 +50,7 @@ __all__ = [
     "register_metrics_package",
     "scorer_tag",
     "setup_controller_class",
+    "source_facts",
     "unsupported_reason",
 ]
 
@@ -144,23 +146,24 @@ def getter_modules() -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class _ModuleSource:
-    """What a module's source says: `import x` names and who references what."""
+class SourceFacts:
+    """What a file of the official package says: its imports and its functions (a class's
+    methods as ``Class.name``), with the names and attributes each function reads."""
 
     plain_imports: dict[str, str]  # local name → top-level package, for `import x [as y]`
     from_imports: frozenset[str]  # top-level packages imported with `from x import y`
-    references: dict[str, frozenset[str]]  # module-level function → names it references
-    attributes: dict[str, frozenset[str]]  # module-level function → attribute names it reads
+    functions: dict[str, ast.FunctionDef]
+    references: dict[str, frozenset[str]]  # function → names it references
+    attributes: dict[str, frozenset[str]]  # function → attribute names it reads
 
 
 @functools.cache
-def _module_source(package: str, module: str) -> _ModuleSource:
-    path = _package_dir(package) / f"{module}.py"
+def source_facts(path: Path) -> SourceFacts:
+    """Parse one source file of the package (never imported: reading it costs no dependency)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     plain: dict[str, str] = {}
     froms: set[str] = set()
-    references: dict[str, frozenset[str]] = {}
-    attributes: dict[str, frozenset[str]] = {}
+    functions: dict[str, ast.FunctionDef] = {}
     for node in tree.body:
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -171,9 +174,18 @@ def _module_source(package: str, module: str) -> _ModuleSource:
             if top != "desktop_env":
                 froms.add(top)
         elif isinstance(node, ast.FunctionDef):
-            references[node.name] = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-            attributes[node.name] = frozenset(n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute))
-    return _ModuleSource(plain, frozenset(froms), references, attributes)
+            functions[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    functions[f"{node.name}.{item.name}"] = item
+    references = {k: frozenset(n.id for n in ast.walk(f) if isinstance(n, ast.Name)) for k, f in functions.items()}
+    attributes = {k: frozenset(n.attr for n in ast.walk(f) if isinstance(n, ast.Attribute)) for k, f in functions.items()}
+    return SourceFacts(plain, frozenset(froms), functions, references, attributes)
+
+
+def _module_source(package: str, module: str) -> SourceFacts:
+    return source_facts(_package_dir(package) / f"{module}.py")
 
 
 def _reachable(package: str, module: str, name: str) -> set[str]:

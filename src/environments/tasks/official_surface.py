@@ -56,36 +56,8 @@ def desktop_env_dir() -> Path:
     return official.package_root()
 
 
-@dataclass(frozen=True)
-class _Source:
-    plain_imports: dict[str, str]
-    from_imports: frozenset[str]
-    functions: dict[str, ast.FunctionDef]
-
-
-@functools.cache
-def _source(relative: str) -> _Source:
-    path = desktop_env_dir() / relative
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    plain: dict[str, str] = {}
-    froms: set[str] = set()
-    functions: dict[str, ast.FunctionDef] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                top = alias.name.split(".")[0]
-                plain[alias.asname or top] = top
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            top = node.module.split(".")[0]
-            if top != "desktop_env":
-                froms.add(top)
-        elif isinstance(node, ast.FunctionDef):
-            functions[node.name] = node
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef):
-                    functions[f"{node.name}.{item.name}"] = item
-    return _Source(plain, frozenset(froms), functions)
+def _source(relative: str) -> official.SourceFacts:
+    return official.source_facts(desktop_env_dir() / relative)
 
 
 def _packages(relative: str, function: str) -> frozenset[str]:
