@@ -25,7 +25,6 @@ Prints ``name: value`` lines. The machine is shared: compare ratios, not absolut
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -36,27 +35,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "cluster"))
 
+from cluster_runs import TASK, driver_command, rollout_headers
 from netns import NetnsCluster, netns_missing, two_node_cluster
-
-TASK = "mousepad-append-line"
-AGENT = Path(sys.executable).with_name("agent-s3")
 
 
 def _command(cluster: NetnsCluster, out: Path, run_id: str, rollouts: int, settle: float, *extra: str) -> list[str]:
-    return cluster.head.command([str(AGENT), "run", "--task", TASK, "--model", "scripted/demo", "--executor", "ray",
-                                 "--ray-address", cluster.ray_address, "--rollouts", str(rollouts), "--settle",
-                                 str(settle), "--out", str(out), "--run-id", run_id, *extra])
-
-
-def _headers(run: Path) -> dict[int, dict[str, Any]]:
-    found = {}
-    for path in run.glob(f"{TASK}/rollout-*/rollout.json"):
-        try:
-            header = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue  # being rewritten
-        found[header["rollout"]] = header
-    return found
+    return driver_command(cluster, out, run_id, "--rollouts", str(rollouts), "--settle", str(settle), *extra)
 
 
 def _node(cluster: NetnsCluster, header: dict[str, Any]) -> str:
@@ -80,7 +64,7 @@ def _with_a_node_killed(cluster: NetnsCluster, out: Path, rollouts: int, settle:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed_at: float | None = None
     while proc.poll() is None and killed_at is None:
-        for k, header in _headers(run).items():
+        for k, header in rollout_headers(run).items():
             log = run / TASK / f"rollout-{k}" / "traj.jsonl"
             if header["status"] == "running" and _node(cluster, header) == worker.address \
                     and log.exists() and log.stat().st_size:
@@ -92,7 +76,7 @@ def _with_a_node_killed(cluster: NetnsCluster, out: Path, rollouts: int, settle:
     wall = time.perf_counter() - started
     if killed_at is None:
         raise SystemExit("the worker node ran no rollout step; nothing was killed")
-    headers = _headers(run)
+    headers = rollout_headers(run)
     redone = [h for h in headers.values() if h["attempts"] > 1]
     return {
         "exit_code": proc.returncode,
@@ -119,7 +103,7 @@ def main() -> None:
         out = Path(tmp) / "runs"
         one = _timed(cluster, _command(cluster, out, "one", args.rollouts, args.settle, "-c", "executor.max_hosts=1"))
         two = _timed(cluster, _command(cluster, out, "two", args.rollouts, args.settle))
-        per_node = Counter(_node(cluster, h) for h in _headers(out / "two").values())
+        per_node = Counter(_node(cluster, h) for h in rollout_headers(out / "two").values())
         print(f"rollouts: {args.rollouts}")
         print(f"one_node_s: {one:.1f}")
         print(f"two_nodes_s: {two:.1f}")

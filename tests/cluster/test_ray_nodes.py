@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -19,36 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster_runs import AGENT, TASK, driver_command, rollout_headers
 from netns import CLIENT_PORT, NetnsCluster, Node
-from runner_helpers import live_commands, threaded_servers
+from runner_helpers import live_commands, solver_or_quitter, threaded_servers
 
-from core.llm import Reply, Script, ScriptRequest
+from core.llm import Script
 from core.llm.fakeserver import OpenAIServer
-from runner.demo_judge import demo_judge_reply
-from runner.demo_policy import DEMO_PLANS, action_reply, role_of
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 
-TASK = "mousepad-append-line"
-AGENT = Path(sys.executable).with_name("agent-s3")
 KEY = "sk-ray-nodes-test"
 
 
-def _driver(cluster: NetnsCluster, out: Path, run_id: str, *extra: str) -> list[str]:
-    """`agent-s3 run` of the task on the cluster, in the head's namespace."""
-    return cluster.head.command([str(AGENT), "run", "--task", TASK, "--model", "scripted/demo", "--executor", "ray",
-                                 "--ray-address", cluster.ray_address, "--out", str(out), "--run-id", run_id, *extra])
-
-
-def _headers(run: Path) -> dict[int, dict[str, Any]]:
-    found = {}
-    for path in run.glob(f"{TASK}/rollout-*/rollout.json"):
-        try:
-            header = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue  # being rewritten
-        found[header["rollout"]] = header
-    return found
 
 
 def _node_of(header: dict[str, Any], cluster: NetnsCluster) -> str:
@@ -100,7 +81,7 @@ def test_a_wide_run_from_outside_the_cluster_spreads_over_both_nodes(ray_nodes: 
              "--rollouts", "2", "--settle", "0.2"],
             env=env, capture_output=True, text=True, timeout=150)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    headers = _headers(tmp_path / "runs" / "wide")
+    headers = rollout_headers(tmp_path / "runs" / "wide")
     assert sorted(headers) == [0, 1]
     assert all(h["status"] == "done" and h["score"] == 1.0 and h["attempts"] == 1 for h in headers.values())
     assert {_node_of(h, cluster) for h in headers.values()} == {n.address for n in cluster.nodes}
@@ -111,30 +92,15 @@ def test_a_wide_run_from_outside_the_cluster_spreads_over_both_nodes(ray_nodes: 
     assert selection["chosen"] in (0, 1)
 
 
-def _bench_replies(quitter: bool) -> Any:
-    """The solver follows the task's plan (slowly enough to be killed mid-run), the quitter
-    gives up; the narrator and judge are the demo's."""
-
-    def reply(request: ScriptRequest) -> str | Reply:
-        system = next((m.text() for m in request.messages if m.role == "system"), "")
-        text = "\n".join(m.text() for m in request.messages)
-        if system.startswith("You describe what a single computer action") or "===== Candidate" in text:
-            return demo_judge_reply(request)
-        if role_of(request.messages) in ("grounding", "reflection", "code_agent", "code_summary"):
-            return DEMO_PLANS[TASK](request)
-        if quitter:
-            return Reply(text=action_reply("The list is not there.", "agent.fail()"), delay=2.0)
-        return Reply(text=str(DEMO_PLANS[TASK](request)), delay=0.6)
-
-    return reply
 
 
 @pytest.fixture
 def bench_models(ray_nodes: NetnsCluster) -> Iterator[tuple[str, str]]:
     """The solver's (narrator's, judge's) and the quitter's servers, on the bridge's host
     end so the driver in the head's namespace reaches them."""
-    servers = [OpenAIServer(Script(f"ray-nodes-{i}", [_bench_replies(i == 1)] * 2000), api_key=KEY,
-                            host=ray_nodes.gateway) for i in (0, 1)]
+    replies = [solver_or_quitter(TASK, quitter=i == 1, quit_delay=2.0) for i in (0, 1)]
+    servers = [OpenAIServer(Script(f"ray-nodes-{i}", [replies[i]] * 2000), api_key=KEY, host=ray_nodes.gateway)
+               for i in (0, 1)]
     with threaded_servers(*servers) as (solver, quitter):
         yield solver, quitter
 
@@ -158,7 +124,7 @@ def test_bench_local_over_both_nodes_is_killed_and_resumed(ray_nodes: NetnsClust
     deadline = time.monotonic() + 90
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            headers = _headers(run)
+            headers = rollout_headers(run)
             if len(headers) == 2 and all(h["status"] == "running" and h["environment"] for h in headers.values()):
                 before = headers
                 break
@@ -172,7 +138,7 @@ def test_bench_local_over_both_nodes_is_killed_and_resumed(ray_nodes: NetnsClust
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=150)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert "resumed" in again.stdout
-    headers = _headers(run)
+    headers = rollout_headers(run)
     assert [headers[k]["status"] for k in (0, 1)] == ["done", "failed"]
     assert [headers[k]["score"] for k in (0, 1)] == [1.0, 0.0]
     assert all(headers[k]["attempts"] == before[k]["attempts"] + 1 for k in (0, 1))
@@ -195,7 +161,7 @@ def _kill_when_mid_rollout(cluster: NetnsCluster, node: Node, run: Path, proc: s
     returns that rollout and the wall-clock time of the kill."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
-        for k, header in _headers(run).items():
+        for k, header in rollout_headers(run).items():
             if (header["status"] == "running" and header["environment"]
                     and _node_of(header, cluster) == node.address and _steps(run / TASK / f"rollout-{k}")):
                 node.kill()
@@ -208,7 +174,7 @@ def test_a_killed_node_has_its_rollout_redone_on_the_other(ray_nodes: NetnsClust
     cluster = ray_nodes
     head, worker = cluster.nodes
     run = tmp_path / "runs" / "lost"
-    proc = subprocess.Popen(_driver(cluster, tmp_path / "runs", "lost", "--rollouts", "2", "--settle", "1.0"),
+    proc = subprocess.Popen(driver_command(cluster, tmp_path / "runs", "lost", "--rollouts", "2", "--settle", "1.0"),
                             env=cluster.env(cluster.head), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         lost, killed_at = _kill_when_mid_rollout(cluster, worker, run, proc)
@@ -219,7 +185,7 @@ def test_a_killed_node_has_its_rollout_redone_on_the_other(ray_nodes: NetnsClust
             proc.wait(10)
     assert proc.returncode == 0, out[-2000:] + err[-2000:]
     assert worker.address not in cluster.alive_addresses()
-    headers = _headers(run)
+    headers = rollout_headers(run)
     assert sorted(headers) == [0, 1]
     assert sorted(p.name for p in (run / TASK).glob("rollout-*")) == ["rollout-0", "rollout-1"]
     assert all(h["status"] == "done" and h["score"] == 1.0 for h in headers.values())
@@ -248,9 +214,9 @@ def test_a_driver_without_the_cluster_token_is_refused_in_one_line(ray_nodes: Ne
     cluster = ray_nodes
     env = {k: v for k, v in cluster.env(cluster.head).items() if not k.startswith("RAY_AUTH")}
     env["RAY_gcs_server_port_wait_time_s"] = "2"  # Ray's tries to reach the GCS: 2, not 10
-    done = subprocess.run(_driver(cluster, tmp_path / "runs", "no-token"), env=env, capture_output=True, text=True,
+    done = subprocess.run(driver_command(cluster, tmp_path / "runs", "no-token"), env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: the Ray cluster at") and "RAY_AUTH_TOKEN_PATH" in last
-    assert not _headers(tmp_path / "runs" / "no-token")
+    assert not rollout_headers(tmp_path / "runs" / "no-token")

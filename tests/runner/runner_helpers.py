@@ -11,7 +11,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from core.llm import Reply, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from environments.local import DesktopConfig, LocalDesktop
 from environments.local.spawner import run_all
@@ -70,3 +72,24 @@ def threaded_servers(*servers: OpenAIServer) -> Iterator[list[str]]:
 #: The policy model per protocol: the strict Anthropic server, like the real one, serves only
 #: Claude names; the OpenAI one serves any name outside its own families' schemes.
 HARNESS_MODELS = {"openai": "openai/test-model", "anthropic": "anthropic/claude-haiku-4-5"}
+
+
+def solver_or_quitter(task: str, *, quitter: bool, quit_delay: float) -> Any:
+    """Scripted replies for a two-rollout bench: the solver follows the demo plan of ``task``
+    (0.6 s a step, slow enough to be killed mid-run), the quitter gives up after
+    ``quit_delay``; the narrator and judge are the demo's."""
+    from runner.demo_judge import demo_judge_reply
+    from runner.demo_policy import DEMO_PLANS, action_reply, role_of
+
+    def reply(request: ScriptRequest) -> str | Reply:
+        system = next((m.text() for m in request.messages if m.role == "system"), "")
+        text = "\n".join(m.text() for m in request.messages)
+        if system.startswith("You describe what a single computer action") or "===== Candidate" in text:
+            return demo_judge_reply(request)
+        if role_of(request.messages) in ("grounding", "reflection", "code_agent", "code_summary"):
+            return DEMO_PLANS[task](request)
+        if quitter:
+            return Reply(text=action_reply("The list is not there.", "agent.fail()"), delay=quit_delay)
+        return Reply(text=str(DEMO_PLANS[task](request)), delay=0.6)
+
+    return reply

@@ -16,13 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runner_helpers import live_commands, threaded_servers
+from runner_helpers import live_commands, solver_or_quitter, threaded_servers
 
-from core.llm import Reply, Script, ScriptRequest
+from core.llm import Script
 from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout
-from runner.demo_judge import demo_judge_reply
-from runner.demo_policy import DEMO_PLANS, action_reply, role_of
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 
@@ -31,28 +29,14 @@ TASK = "mousepad-append-line"
 AGENT = Path(sys.executable).with_name("agent-s3")
 
 
-def _replies(quitter: bool) -> Any:
-    """The solver follows the task's plan, the quitter gives up; narrator and judge as the demo's."""
-
-    def reply(request: ScriptRequest) -> str | Reply:
-        system = next((m.text() for m in request.messages if m.role == "system"), "")
-        text = "\n".join(m.text() for m in request.messages)
-        if system.startswith("You describe what a single computer action") or "===== Candidate" in text:
-            return demo_judge_reply(request)
-        if role_of(request.messages) in ("grounding", "reflection", "code_agent", "code_summary"):
-            return DEMO_PLANS[TASK](request)
-        if quitter:
-            return Reply(text=action_reply("The list is not there.", "agent.fail()"), delay=1.0)
-        return Reply(text=str(DEMO_PLANS[TASK](request)), delay=0.6)  # slow enough to be killed mid-run
-
-    return reply
 
 
 @pytest.fixture
 def model_urls() -> Iterator[tuple[str, str]]:
     """The solver's (also narrator and judge) and the quitter's servers, on a thread of
     their own (the bench runs in a subprocess)."""
-    servers = [OpenAIServer(Script(f"ray-bench-{i}", [_replies(i == 1)] * 2000), api_key=KEY) for i in (0, 1)]
+    replies = [solver_or_quitter(TASK, quitter=i == 1, quit_delay=1.0) for i in (0, 1)]
+    servers = [OpenAIServer(Script(f"ray-bench-{i}", [replies[i]] * 2000), api_key=KEY) for i in (0, 1)]
     with threaded_servers(*servers) as (solver, quitter):
         yield solver, quitter
 
