@@ -39,6 +39,19 @@ async def desktop(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Loc
         found.close()
 
 
+#: Prints "ready" once the browser has its first tab (polled by OSWorld's `until`, which
+#: repeats the command with no pause of its own).
+_FIRST_TAB = (
+    "import json, time, urllib.request\n"
+    "time.sleep(0.3)\n"
+    "try:\n"
+    "    pages = json.load(urllib.request.urlopen('http://127.0.0.1:1337/json/list', timeout=2))\n"
+    "except OSError:\n"
+    "    pages = []\n"
+    "print('ready' if any(p.get('type') == 'page' for p in pages) else 'waiting')\n"
+)
+
+
 def _task(expected: list[str]) -> dict[str, Any]:
     return {
         "id": "chrome-tabs",
@@ -49,6 +62,10 @@ def _task(expected: list[str]) -> dict[str, Any]:
                 "type": "launch",
                 "parameters": {"command": ["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]},
             },
+            # OSWorld's step closes "the default tab" right after opening the first URL; on a
+            # busy machine the browser's first tab may not exist yet, and the step then closes
+            # its own first tab. OSWorld's VMs give the browser time; this waits for it.
+            {"type": "execute", "parameters": {"command": ["python3", "-c", _FIRST_TAB], "until": {"stdout": "ready"}}},
             {"type": "chrome_open_tabs", "parameters": {"urls_to_open": URLS}},
         ],
         "evaluator": {
