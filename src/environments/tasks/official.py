@@ -327,15 +327,20 @@ def getter(getter_type: str) -> OfficialMetric:
     return _load("getter", _GETTERS, modules[getter_type], f"get_{getter_type}")
 
 
-def getter_unsupported_reason(getter_type: str) -> str | None:
-    """Why getter `getter_type` cannot run here (no such official getter, a package to install), or None."""
+def _refusal(load: Callable[[str], object], name: str) -> str | None:
+    """Why `load(name)` fails here (the package has no such function, a package to install), or None."""
     try:
-        getter(getter_type)
+        load(name)
     except KeyError as exc:
-        return str(exc.args[0]) if exc.args else f"no getter {getter_type!r}"
+        return str(exc.args[0]) if exc.args else f"OSWorld ({scorer_tag()}) has no {name!r}"
     except MissingScorer as exc:
         return str(exc)
     return None
+
+
+def getter_unsupported_reason(getter_type: str) -> str | None:
+    """Why getter `getter_type` cannot run here (no such official getter, a package to install), or None."""
+    return _refusal(getter, getter_type)
 
 
 @functools.cache
@@ -375,10 +380,4 @@ def python_controller_class() -> type[Any]:
 
 def unsupported_reason(name: str) -> str | None:
     """Why metric `name` cannot score here (no such official metric, a package to install), or None."""
-    try:
-        metric(name)
-    except KeyError as exc:
-        return str(exc.args[0]) if exc.args else f"no metric {name!r}"
-    except MissingScorer as exc:
-        return str(exc)
-    return None
+    return _refusal(metric, name)
