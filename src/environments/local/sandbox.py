@@ -265,7 +265,9 @@ class Sandbox:
                 time.sleep(0.01)
             else:
                 # Keep the lease (and so the uid) out of use for this process's life.
-                _log.error("processes of uid %d outlived their sandbox; the uid is not reused", self._lease.uid)
+                _log.error(
+                    "processes of uid %d outlived their sandbox; the uid is not reused", self._lease.uid
+                )
                 self._lease = None
                 return
             self._lease.release()
@@ -418,30 +420,42 @@ def _memfd(name: str, data: bytes) -> int:
     return fd
 
 
-def _autogroup_nice() -> int:
-    """The nice level of this process's scheduler autogroup (0 without autogroups)."""
+def autogroup(pid: int | str = "self") -> tuple[str, int] | None:
+    """The scheduler autogroup of ``pid`` and its nice level, or None when it has none.
+
+    The kernel prints nothing for a task in the default group (a process whose session was
+    never renewed since boot, like a container runner's) or without autogroup support; its
+    threads then compete by their own nice alone."""
     try:
-        return int(Path("/proc/self/autogroup").read_text().split()[-1])
+        fields = Path(f"/proc/{pid}/autogroup").read_text().split()
+        return fields[0], int(fields[-1])
     except (OSError, ValueError, IndexError):
-        return 0
+        return None
+
+
+def _autogroup_nice() -> int:
+    """The nice level of this process's scheduler autogroup (0 in the default group)."""
+    ours = autogroup()
+    return 0 if ours is None else ours[1]
 
 
 def _set_group_nice(pids: list[int], level: int) -> int:
     """Set the nice level of the autogroups of ``pids``, never of our own (a process that has
-    not left its owner's session yet is skipped); returns how many were set."""
-    try:
-        ours = Path("/proc/self/autogroup").read_text().split()[0]
-    except (OSError, IndexError):
-        return len(pids)  # no autogroups: threads are weighed by their own nice alone
+    not left its owner's session yet is skipped); returns how many are settled: set, or in
+    the default group, which has no level to set."""
+    ours = autogroup()
     done = 0
     for pid in pids:
-        group = Path(f"/proc/{pid}/autogroup")
+        group = autogroup(pid)
+        if group is None:
+            done += Path(f"/proc/{pid}").exists()  # else it ended
+            continue
+        if ours is not None and group[0] == ours[0]:
+            continue
         try:
-            if group.read_text().split()[0] == ours:
-                continue
-            group.write_text(str(level))
+            Path(f"/proc/{pid}/autogroup").write_text(str(level))
             done += 1
-        except (OSError, IndexError):
+        except OSError:
             continue  # it ended
     return done
 

@@ -16,12 +16,16 @@ import pytest
 from local_helpers import inside
 
 from environments.local import DesktopConfig, LocalDesktop
+from environments.local import sandbox as sandbox_module
 from environments.local.desktop import SPARE_NICE
 from environments.local.procs import ProcInfo, namespace_processes
+from environments.local.sandbox import autogroup
 from environments.local.spawner import run_blocking, start_in_background
 from environments.local.uids import LOCK_DIR, uid_busy
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
+# The kernel weighs sessions by their autogroups. A runner may itself sit in the default group
+# (a container's, whose session was never renewed): it has no level, which counts as 0.
 AUTOGROUPS = Path("/proc/self/autogroup").exists()
 
 
@@ -46,9 +50,15 @@ def _nice_levels(processes: list[ProcInfo]) -> set[int]:
     return levels
 
 
-def _group_nice(processes: list[ProcInfo]) -> set[int]:
+def _group_nice(processes: list[ProcInfo]) -> set[int | None]:
     """Nice levels of the scheduler autogroups of ``processes`` (the sessions' CPU weight)."""
-    return {int(Path(f"/proc/{p.pid}/autogroup").read_text().split()[-1]) for p in processes}
+    return {None if (group := autogroup(p.pid)) is None else group[1] for p in processes}
+
+
+def _own_group_nice() -> int:
+    """The nice level of our own autogroup (0 in the default group)."""
+    own = autogroup()
+    return 0 if own is None else own[1]
 
 
 def _spare_gone(desktop: LocalDesktop, timeout: float) -> bool:
@@ -68,7 +78,8 @@ async def test_revert_with_the_spare_is_fresh_new_and_replaces_the_spare(
     spare_uid, spare_ns = desktop.spare_uid, desktop.spare_namespace
     ours = os.getpriority(os.PRIO_PROCESS, 0)  # a sandbox started live runs at its owner's level
     assert _nice_levels(desktop.spare_processes()) == {min(19, ours + SPARE_NICE)}, "the spare is not niced"
-    our_group = _group_nice([ProcInfo(os.getpid(), 0, 0, "", 0)]).pop() if AUTOGROUPS else 0
+    own = autogroup()
+    our_group = _own_group_nice()
     if AUTOGROUPS:
         assert _group_nice(desktop.spare_processes()) == {min(19, our_group + SPARE_NICE)}
         assert _group_nice(desktop.processes()) == {our_group}
@@ -88,8 +99,10 @@ async def test_revert_with_the_spare_is_fresh_new_and_replaces_the_spare(
     assert not before & {p.pid for p in desktop.processes()}
     assert _nice_levels(desktop.processes()) == {ours}, "the desktop kept the spare's low priority"
     if AUTOGROUPS:
-        assert _group_nice(desktop.processes()) == {our_group}, "the desktop's session kept the spare's weight"
-        assert _group_nice([ProcInfo(os.getpid(), 0, 0, "", 0)]) == {our_group}, "our own weight changed"
+        assert _group_nice(desktop.processes()) == {our_group}, (
+            "the desktop's session kept the spare's weight"
+        )
+        assert autogroup() == own, "our own weight changed"
     assert "left.txt" not in await inside(desktop, "ls -a ~/Desktop")
     assert (await inside(desktop, "pgrep -c sleep")).strip() == "0"
     assert seconds < 1.0, seconds
@@ -126,7 +139,9 @@ async def test_revert_to_another_snapshot_drops_the_spare_and_makes_one_for_it(
     assert "notes.txt" in await inside(desktop, "wmctrl -l")
 
 
-async def test_a_dead_spare_is_replaced_by_a_new_sandbox_on_revert(shared_desktops: list[LocalDesktop]) -> None:
+async def test_a_dead_spare_is_replaced_by_a_new_sandbox_on_revert(
+    shared_desktops: list[LocalDesktop],
+) -> None:
     desktop = shared_desktops[0]
     assert await run_blocking(lambda: desktop.wait_spare(60))
     xvfb = [p.pid for p in desktop.spare_processes() if p.comm == "Xvfb"]
@@ -157,7 +172,9 @@ def test_close_stops_the_spare_and_frees_every_uid(env_base_dir: Path) -> None:
 
 
 def test_close_while_the_spare_is_still_starting_leaves_nothing(env_base_dir: Path) -> None:
-    desktop = LocalDesktop("spare-abort", env_base_dir, DesktopConfig(snapshot="mousepad"), pool="tests-spare")
+    desktop = LocalDesktop(
+        "spare-abort", env_base_dir, DesktopConfig(snapshot="mousepad"), pool="tests-spare"
+    )
     try:
         desktop.start()
         spare = desktop._spare
@@ -166,7 +183,9 @@ def test_close_while_the_spare_is_still_starting_leaves_nothing(env_base_dir: Pa
         while spare.pid is None and time.monotonic() < deadline:
             time.sleep(0.01)
         pid = spare.pid
-        assert pid is not None and spare.namespace is None, "the spare was ready before close: nothing to abort"
+        assert pid is not None and spare.namespace is None, (
+            "the spare was ready before close: nothing to abort"
+        )
         uid = spare.uid
     finally:
         desktop.close()
@@ -176,7 +195,9 @@ def test_close_while_the_spare_is_still_starting_leaves_nothing(env_base_dir: Pa
 
 
 def test_a_revert_before_the_spare_serves_waits_for_it_at_full_weight(env_base_dir: Path) -> None:
-    desktop = LocalDesktop("spare-early", env_base_dir, DesktopConfig(snapshot="mousepad"), pool="tests-spare")
+    desktop = LocalDesktop(
+        "spare-early", env_base_dir, DesktopConfig(snapshot="mousepad"), pool="tests-spare"
+    )
     try:
         desktop.start()
         assert not desktop.wait_spare(0), "the spare served already: nothing to wait for"
@@ -184,14 +205,15 @@ def test_a_revert_before_the_spare_serves_waits_for_it_at_full_weight(env_base_d
         assert desktop.last_revert_used_spare
         assert _nice_levels(desktop.processes()) == {os.getpriority(os.PRIO_PROCESS, 0)}
         if AUTOGROUPS:
-            ours = _group_nice([ProcInfo(os.getpid(), 0, 0, "", 0)])
-            assert _group_nice(desktop.processes()) == ours
+            assert _group_nice(desktop.processes()) == {_own_group_nice()}
     finally:
         desktop.close()
 
 
 @pytest.mark.parametrize("when", ["before", "during"])
-def test_a_boosted_spare_runs_wholly_at_its_owners_weight(when: str, shared_desktops: list[LocalDesktop]) -> None:
+def test_a_boosted_spare_runs_wholly_at_its_owners_weight(
+    when: str, shared_desktops: list[LocalDesktop]
+) -> None:
     """However early the revert boosts it (before its first process, or while it starts)."""
     sandbox = shared_desktops[0]._new_sandbox(False, nice=SPARE_NICE)
     try:
@@ -206,7 +228,7 @@ def test_a_boosted_spare_runs_wholly_at_its_owners_weight(when: str, shared_desk
             started.result()
         assert _nice_levels(sandbox.processes()) == {os.getpriority(os.PRIO_PROCESS, 0)}
         if AUTOGROUPS:
-            assert _group_nice(sandbox.processes()) == _group_nice([ProcInfo(os.getpid(), 0, 0, "", 0)])
+            assert _group_nice(sandbox.processes()) == {_own_group_nice()}
     finally:
         sandbox.close()
 
@@ -224,3 +246,22 @@ def test_with_the_spare_off_revert_starts_a_new_sandbox(env_base_dir: Path) -> N
         assert desktop.spare_uid is None
     finally:
         desktop.close()
+
+
+@pytest.mark.skipif(not AUTOGROUPS, reason="this kernel has no scheduler autogroups")
+def test_a_runner_in_the_default_autogroup_still_weighs_its_spare_down(
+    shared_desktops: list[LocalDesktop], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A container's runner often never started a session of its own: its autogroup file is
+    empty. The spare's session still gets its own group at the lower weight, and a boost
+    brings it back to the default level."""
+    real = sandbox_module.autogroup
+    monkeypatch.setattr(sandbox_module, "autogroup", lambda pid="self": None if pid == "self" else real(pid))
+    sandbox = shared_desktops[0]._new_sandbox(False, nice=SPARE_NICE)
+    try:
+        sandbox.start()
+        assert _group_nice(sandbox.processes()) == {SPARE_NICE}, "the spare's session kept full weight"
+        sandbox.boost()
+        assert _group_nice(sandbox.processes()) == {0}
+    finally:
+        sandbox.close()
