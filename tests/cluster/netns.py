@@ -206,6 +206,19 @@ class NetnsCluster:
             raise RuntimeError(f"cannot ask the head for its nodes: {done.stderr[-1500:]}")
         return set(done.stdout.split())
 
+    def log_tails(self, pattern: str = "ray_client_server*", lines: int = 15) -> str:
+        """The last lines of the head session's Ray logs named like ``pattern``, for a failing
+        test's message (the folder is gone after teardown)."""
+        if self.ray_dir is None:
+            return ""
+        parts = []
+        for log in sorted(self.ray_dir.glob(f"session_2*/logs/{pattern}")):  # not session_latest too
+            with suppress(OSError):
+                tail = log.read_text(errors="replace").splitlines()[-lines:]
+                if tail:
+                    parts.append(f"--- {log.name}\n" + "\n".join(tail))
+        return "\n".join(parts)
+
     def restart(self, node: Node) -> None:
         """Start a killed node's Ray again (a machine that came back)."""
         node.kill()

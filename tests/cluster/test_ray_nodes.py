@@ -80,7 +80,7 @@ def test_a_wide_run_from_outside_the_cluster_spreads_over_both_nodes(ray_nodes: 
              f"ray://{cluster.head.address}:{CLIENT_PORT}", "--out", str(tmp_path / "runs"), "--run-id", "wide",
              "--rollouts", "2", "--settle", "0.2"],
             env=env, capture_output=True, text=True, timeout=150)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:] + cluster.log_tails()
     headers = rollout_headers(tmp_path / "runs" / "wide")
     assert sorted(headers) == [0, 1]
     assert all(h["status"] == "done" and h["score"] == 1.0 and h["attempts"] == 1 for h in headers.values())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,6 +27,12 @@ __all__ = ["LOCAL", "ray_session", "start_local_ray"]
 
 #: The address that starts a private single-machine cluster.
 LOCAL = "local"
+#: Attempts at joining through Ray Client when the cluster's proxy fails to start the
+#: per-driver server it forks for each client (a transient failure of a busy head node).
+CLIENT_ATTEMPTS = 3
+#: What the proxy answers then (ray.util.client.server.proxier).
+_TRANSIENT = ("Starting Ray client server failed", "Server startup failed")
+log = logging.getLogger(__name__)
 
 
 def _loopback_only() -> None:
@@ -60,10 +67,37 @@ def _join_error(address: str, error: BaseException) -> str:
         chain.append(f"{type(seen).__name__}: {seen}")
         seen = seen.__cause__ or seen.__context__
     if any("InvalidAuthToken" in text or "AuthenticationError" in text for text in chain):
-        return (f"the Ray cluster at {address!r} refused this driver's authentication token; set RAY_AUTH_MODE=token "
-                "and RAY_AUTH_TOKEN_PATH to the token file the cluster's nodes were started with")
-    return (f"cannot join the Ray cluster at {address!r} ({error}); "
-            "start it with `ray start --head`, or pass --ray-address local")
+        return (
+            f"the Ray cluster at {address!r} refused this driver's authentication token; set RAY_AUTH_MODE=token "
+            "and RAY_AUTH_TOKEN_PATH to the token file the cluster's nodes were started with"
+        )
+    return (
+        f"cannot join the Ray cluster at {address!r} ({error}); "
+        "start it with `ray start --head`, or pass --ray-address local"
+    )
+
+
+def _join(address: str) -> None:
+    """Join a running cluster; a Ray Client proxy that failed to start this driver's server
+    is asked again (with a warning), every other failure is final at once."""
+    for attempt in range(1, CLIENT_ATTEMPTS + 1):
+        try:
+            ray.init(
+                address=address, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False
+            )
+            return
+        except (ConnectionError, RuntimeError) as e:
+            if attempt == CLIENT_ATTEMPTS or not any(t in str(e) for t in _TRANSIENT):
+                raise
+            log.warning(
+                "the Ray cluster at %s failed to start a client server for this driver (attempt %d of %d); "
+                "asking again",
+                address,
+                attempt,
+                CLIENT_ATTEMPTS,
+            )
+            ray.shutdown()
+            time.sleep(2.0 * attempt)
 
 
 @contextmanager
@@ -79,7 +113,7 @@ def ray_session(address: str) -> Iterator[None]:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             if address.removeprefix("ray://").rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
                 _loopback_only()  # a cluster on this machine's loopback: stay on it
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False)
+            _join(address)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise EnvError(_join_error(address, e)) from None
     try:
