@@ -143,11 +143,19 @@ def torn_files(root: Path) -> list[str]:
     return bad
 
 
+def _files_of(root: Path) -> Iterator[Path]:
+    """Every file under ``root``, skipping folders that vanish during the walk: a killed
+    run's desktops are being removed by their watchdogs meanwhile."""
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            yield Path(folder, name)
+
+
 def files_with_secrets(*roots: Path) -> list[str]:
     found = []
     values = [v.encode() for v in SECRETS.values()]
     for root in roots:
-        for path in root.rglob("*"):
+        for path in _files_of(root):
             if path.is_file() and not path.is_symlink():
                 try:
                     data = path.read_bytes()
