@@ -32,7 +32,7 @@ LOCAL = "local"
 CLIENT_ATTEMPTS = 3
 #: What the proxy answers then (ray.util.client.server.proxier).
 _TRANSIENT = ("Starting Ray client server failed", "Server startup failed")
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
 def _loopback_only() -> None:
@@ -89,7 +89,7 @@ def _join(address: str) -> None:
         except (ConnectionError, RuntimeError) as e:
             if attempt == CLIENT_ATTEMPTS or not any(t in str(e) for t in _TRANSIENT):
                 raise
-            log.warning(
+            _log.warning(
                 "the Ray cluster at %s failed to start a client server for this driver (attempt %d of %d); "
                 "asking again",
                 address,
