@@ -15,6 +15,12 @@ A run is resumed from disk alone, so nothing a reader finds may be half written.
 
 One writer per log file at a time is assumed (one rollout, one ledger owner).
 
+A target that is not a regular file is never replaced: a FIFO or a sink device (``/dev/null``,
+``/dev/zero``, ``/dev/full``, a terminal) is written through, anything else (a folder, a
+socket, a block device, any other character device) is refused with one line. Run as root,
+`os.replace` over ``--json /dev/null`` would otherwise turn the machine's ``/dev/null`` into a
+regular file.
+
 Run folders hold what a computer-use model must not read (other rollouts, expected-answer
 files of the evaluator), and desktops run under other user ids on the same machine, so every
 file written here is 0600 and `make_private_dir` makes folders 0700.
@@ -28,6 +34,7 @@ import json
 import logging
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,17 +96,67 @@ def make_private_dir(path: Path | str) -> Path:
         with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=_DIR_MODE)
     if not path.is_dir():
-        raise NotADirectoryError(f"{path} exists and is not a folder")
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder; give the path of a folder", str(path))
     return path
+
+
+#: Character devices written through, by (major, minor); minor None is every minor: null,
+#: zero, full, and terminals (tty, console, ptmx, pseudo-terminals).
+_SINK_DEVICES = {(1, 3), (1, 5), (1, 7), (4, None), (5, None), *((major, None) for major in range(136, 144))}
+
+
+def _not_a_file(path: Path, kind: str) -> OSError:
+    return OSError(errno.EINVAL, f"{kind} is not a file to write; give the path of a file", str(path))
+
+
+def _write_through(path: Path, data: bytes) -> bool:
+    """Write `data` into `path` when it exists and is not a regular file (a FIFO, a sink
+    device); True if done. Refuses, with one line, a target that must not be written at all."""
+    try:
+        st = os.stat(path)  # follows links: /dev/stdout names the process's own pipe
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return False
+    if stat.S_ISDIR(mode):
+        raise _not_a_file(path, "a folder")
+    if stat.S_ISCHR(mode):
+        major, minor = os.major(st.st_rdev), os.minor(st.st_rdev)
+        if (major, minor) not in _SINK_DEVICES and (major, None) not in _SINK_DEVICES:
+            raise _not_a_file(path, f"a character device ({major},{minor}) other than a null sink or terminal")
+    elif not stat.S_ISFIFO(mode):
+        kinds = {stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+        raise _not_a_file(path, kinds.get(stat.S_IFMT(mode), "a special file"))
+    try:  # never blocks on a FIFO nobody reads, never creates or truncates anything
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "nothing reads this FIFO; start its reader first", str(path)) from None
+        raise _name_file(exc, path) from None
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        raise _name_file(exc, path) from None
+    finally:
+        os.close(fd)
+    return True
 
 
 def write_bytes_atomic(path: Path | str, data: bytes, *, durable: bool = True) -> None:
     """Replace `path` with `data` in one step.
 
     With `durable` the data and the rename are fsynced, so they also survive a power cut;
-    without it they still survive a killed process (the page cache outlives it).
+    without it they still survive a killed process (the page cache outlives it). A target
+    that exists and is not a regular file is written through or refused (module doc), never
+    replaced.
     """
     path = Path(path)
+    if _write_through(path, data):
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, _FILE_MODE)
@@ -147,6 +204,8 @@ def append_line(path: Path | str, line: str | bytes, *, durable: bool = True) ->
     if b"\n" in data or b"\r" in data:
         raise ValueError("a log line must not contain a newline; serialise it compactly")
     data += b"\n"
+    if _write_through(Path(path), data):
+        return
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
     try:
         start = os.fstat(fd).st_size  # one writer per log: nobody else moves the end
