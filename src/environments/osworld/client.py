@@ -1,6 +1,7 @@
 """An async client of OSWorld's in-VM server protocol (and of our compatible server).
 
-Retries are decided per request: reads (screenshot, sizes, pointer, file, listing) are
+Every reply is read with a cap (`max_reply_bytes`, from `environments.limits`): a desktop
+that answers more is refused, not read. Retries are decided per request: reads (screenshot, sizes, pointer, file, listing) are
 retried with backoff on transport errors and 5xx replies; anything that changes the desktop
 (`/execute`, `/action`, `/run_*`, `/setup/*`) is retried only when the connection was never
 made, so a command whose reply was lost never runs twice (`ReplyLost` instead). A server
@@ -17,11 +18,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from core.protocols import EnvError, EnvironmentLost, ExecResult
+from environments.limits import FILE_BYTES, REPLY_SLACK, too_large
 from environments.tasks.door import DoorRoute
 
-__all__ = ["EndpointMissing", "OSWorldClient", "ReplyLost", "ServerError"]
+__all__ = ["EndpointMissing", "OSWorldClient", "ReplyLost", "ReplyTooLarge", "ServerError"]
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: Headers that describe the body as it came over the wire, not the decoded body kept.
+_BODY_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 #: Errors after which the request certainly never reached the server.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
@@ -38,6 +42,14 @@ class ServerError(EnvError):
         self.path = path
         self.status = status
         self.body = body
+
+
+class ReplyTooLarge(ServerError):
+    """The server's reply is larger than a desktop may send (`environments.limits`); none of
+    it is kept."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(path, 413, too_large(f"the reply to {path}", size, limit))
 
 
 class EndpointMissing(ServerError):
@@ -59,9 +71,12 @@ class OSWorldClient:
         uds: str | None = None,
         netns: Callable[[], str] | None = None,
         door_url: Callable[[], str | None] | None = None,
+        max_reply_bytes: int = FILE_BYTES + REPLY_SLACK,
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
+        #: The most a reply may carry (a file, a recording); more is `ReplyTooLarge`.
+        self.max_reply_bytes = max_reply_bytes
         self._token = token or None
         self._uds = uds
         self._netns = netns
@@ -120,7 +135,7 @@ class OSWorldClient:
             if attempt:
                 await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                response = await self._http.request(method, path, timeout=timeout or self.timeout, **kwargs)
+                response = await self._bounded(method, path, timeout=timeout or self.timeout, **kwargs)
             except _NOT_SENT as exc:
                 last = exc
                 continue
@@ -141,6 +156,27 @@ class OSWorldClient:
                 continue
             raise ServerError(path, response.status_code, response.text)
         raise EnvironmentLost(f"{self.base_url}{path} unreachable after {attempts} attempts: {last!r}")
+
+    async def _bounded(self, method: str, path: str, *, timeout: float, **kwargs: Any) -> httpx.Response:
+        """The response with its body read, refused (`ReplyTooLarge`) past `max_reply_bytes`:
+        declared larger, or found larger while reading, so no more than that is ever held."""
+        request = self._http.build_request(method, path, timeout=timeout, **kwargs)
+        response = await self._http.send(request, stream=True)
+        limit = self.max_reply_bytes
+        try:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise ReplyTooLarge(path, int(declared), limit)
+            chunks, size = [], 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise ReplyTooLarge(path, size, limit)
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _BODY_HEADERS]
+        return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=request)
 
     async def _json(
         self, path: str, body: dict[str, Any], *, timeout: float, ok: Sequence[int] = (200,)

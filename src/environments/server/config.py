@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from environments.limits import FILE_BYTES
 from environments.server.processes import RunAs
 
 __all__ = ["TOKEN_ENV", "ConfigError", "ServerConfig", "child_env", "parse_args"]
@@ -35,7 +36,7 @@ class ServerConfig:
     sandbox: Literal["bwrap", "none"] = "none"
     sandbox_home: Path | None = None
     sandbox_hidden: tuple[str, ...] = ()
-    max_body_bytes: int = 256 * 1024 * 1024
+    max_body_bytes: int = FILE_BYTES
     no_auth: bool = False
     allow_public: bool = False
     execute_timeout: float = 120.0
@@ -108,7 +109,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: Mapping[str, str] | N
         "--sandbox-hide", action="append", default=[], metavar="DIR",
         help="extra host folder to hide inside the sandbox (repeatable)",
     )  # fmt: skip
-    parser.add_argument("--max-body-mb", type=float, default=256.0)
+    parser.add_argument("--max-body-mb", type=float, default=FILE_BYTES / (1024 * 1024))
     parser.add_argument("--no-auth", action="store_true", help="no token (OSWorld's controller, inside a VM)")
     parser.add_argument(
         "--allow-public", action="store_true", help="with --no-auth: allow a non-loopback bind"

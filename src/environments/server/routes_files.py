@@ -1,4 +1,5 @@
-"""Files: /file (download), /setup/upload (streamed, size-limited), /list_directory."""
+"""Files: /file (download: bounded, never sparse, see `sending`), /setup/upload (streamed,
+size-limited), /list_directory."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
+from environments.limits import FILE_BYTES
 from environments.server.bodies import expand_path, json_body
+from environments.server.sending import FileRefused, open_bounded, send_bounded
 from environments.server.state import STATE, ServerState
 
 __all__ = ["routes"]
@@ -30,10 +33,12 @@ async def get_file(request: web.Request) -> web.StreamResponse:
     if not isinstance(raw, str) or not raw:
         return _error("file_path is required", 400)
     path = expand_path(raw)
-    if not await asyncio.to_thread(os.path.isfile, path):
-        return _error("File not found", 404)
-    name = os.path.basename(path).replace('"', "")
-    return web.FileResponse(path, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    try:
+        fd, size = await asyncio.to_thread(open_bounded, path, FILE_BYTES, f"the desktop's file {raw}")
+    except FileRefused as exc:
+        return _error(str(exc), exc.status)
+    name = os.path.basename(path).replace('"', "").replace("\\", "")
+    return await send_bounded(request, fd, size, content_type="application/octet-stream", filename=name)
 
 
 def _grant(state: ServerState, path: str) -> None:

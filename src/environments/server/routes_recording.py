@@ -2,7 +2,9 @@
 
 ffmpeg's x11grab records the display with the pointer drawn, as OSWorld's server does, but
 bounded: at most `MAX_SECONDS` and `MAX_BYTES` per recording (ffmpeg's own `-t` and `-fs`),
-encoded with x264's fastest preset so a recording costs little CPU beside the rollout. One
+encoded with x264's fastest preset so a recording costs little CPU beside the rollout. The
+file lives in the desktop's /tmp, where its processes can swap it, so what is sent is bounded
+too: a regular file (not a link, not sparse) of at most `MAX_BYTES` and ffmpeg's overshoot. One
 recording per server at a time; a second start answers 400 as OSWorld's does.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import signal
 import subprocess
@@ -19,12 +22,14 @@ from pathlib import Path
 
 from aiohttp import web
 
+from environments.limits import RECORDING_BYTES, REPLY_SLACK
+from environments.server.sending import FileRefused, open_bounded, send_bounded
 from environments.server.state import STATE
 
 __all__ = ["MAX_BYTES", "MAX_SECONDS", "Recorder", "install"]
 
 MAX_SECONDS = 30 * 60
-MAX_BYTES = 200 * 1024 * 1024
+MAX_BYTES = RECORDING_BYTES
 FRAME_RATE = 15
 #: How long ffmpeg must survive its start to count as recording (OSWorld waits 2 s).
 _ALIVE_CHECK_S = 1.0
@@ -116,7 +121,7 @@ async def start_recording(request: web.Request) -> web.Response:
 
 
 @routes.post("/end_recording")
-async def end_recording(request: web.Request) -> web.Response:
+async def end_recording(request: web.Request) -> web.StreamResponse:
     """Stop ffmpeg (SIGINT lets it finish the mp4) and answer with the file as an attachment."""
     recorder = request.app[RECORDER]
     async with recorder.lock:
@@ -130,19 +135,20 @@ async def end_recording(request: web.Request) -> web.Response:
                     await asyncio.to_thread(process.wait, _FINISH_S)
                 except subprocess.TimeoutExpired:
                     return _json("error", f"ffmpeg did not finish within {_FINISH_S:g} s and was killed", 500)
-            output = recorder.output
-            size = output.stat().st_size if output.exists() else 0
+            try:  # the desktop's processes may have swapped the file meanwhile: see `sending`
+                fd, size = await asyncio.to_thread(
+                    open_bounded, str(recorder.output), MAX_BYTES + REPLY_SLACK, "the recording", follow=False
+                )
+            except FileRefused as exc:
+                return _json("error", f"Recording failed: {exc}", 404 if exc.status == 404 else 413)
             if size == 0:
+                os.close(fd)
                 reason = recorder.log_tail() or f"exit status {process.returncode}"
                 return _json("error", f"Recording failed: no video was written ({reason})", 500)
-            body = await asyncio.to_thread(output.read_bytes)
+            # Sent from the descriptor opened above; the folder may go now.
+            return await send_bounded(request, fd, size, content_type="video/mp4", filename="recording.mp4")
         finally:
             recorder.discard()
-    return web.Response(
-        body=body,
-        content_type="video/mp4",
-        headers={"Content-Disposition": 'attachment; filename="recording.mp4"'},
-    )
 
 
 def install(app: web.Application) -> None:

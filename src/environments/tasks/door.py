@@ -3,15 +3,23 @@
 OSWorld's `SetupController`, `PythonController` and getters take ``vm_ip`` and ``server_port``
 and speak plain HTTP. `reach(target)` gives them one for the duration of a setup or scoring:
 
-* an `Endpoint` is used as given (an OSWorld VM on its URL, auth off inside the VM);
+* an `Endpoint` is used as given (an OSWorld VM on its URL, auth off inside the VM, which
+  the caller trusts to bound its own replies);
 * a client that names its route (`OSWorldClient.door_route`: a Unix socket and/or a bearer
   token) gets a host-side `TcpForwarder` that stamps the token on every request, and, when
-  the route names the desktop's network namespace, a second one to the browser's DevTools
-  port 9222 on the desktop's own loopback (OSWorld's tasks forward 9222 to Chrome);
+  the route names the desktop's network namespace, a `DesktopPortDoor` to the browser's
+  DevTools port 9222 on the desktop's own loopback (OSWorld's tasks forward 9222 to Chrome),
+  which reads HTTP so that no address the desktop names is ever dialled by the host's
+  Playwright (its URLs are rewritten to name the door, redirects refused);
 * any other `TaskClient` (adb, a test shell) gets a `ClientDoor`: a small HTTP server that
   answers the OSWorld endpoints the controllers and getters call by calling the client.
 
-Both doors listen on 127.0.0.1 only and accept only this process's uid.
+A VM reached by its address (`DoorRoute.direct`) gets the same HTTP doors, to its server,
+its DevTools (9222) and VLC (8080) ports: whatever the machine behind them answers, the
+host's tools never follow an address it names and never read more than a desktop may send
+(`environments.limits`). What the doors refused is the endpoint's `refusals`.
+
+Every door listens on 127.0.0.1 only and accepts only this process's uid.
 """
 
 from __future__ import annotations
@@ -21,19 +29,20 @@ import contextlib
 import json
 import os
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
 
+from environments.limits import FILE_BYTES, REPLY_SLACK, too_large
 from environments.tasks.client import TaskClient, command_not_run, command_output
 
 __all__ = ["ClientDoor", "DoorRoute", "Endpoint", "Routed", "reach"]
 
 #: Why the browser's DevTools port cannot be reached through a door to the controller server.
 NO_BROWSER = "the desktop's browser DevTools port is not reachable from the host through this door"
-_BODY_LIMIT = 512 * 1024 * 1024
+_BODY_LIMIT = FILE_BYTES + REPLY_SLACK
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,9 @@ class Endpoint:
     vlc_port: int = 8080
     #: None when the browser's DevTools port answers at ``host:chromium_port``, else why not.
     browser_unreachable: str | None = None
+    #: What the doors in between refused of the desktop's replies so far (too large, a
+    #: redirect): one line each. A score computed past a refusal is not a score.
+    refusals: Callable[[], list[str]] = field(default=lambda: [], compare=False)
 
     @property
     def url(self) -> str:
@@ -79,29 +91,39 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
         return
     if isinstance(target, Routed):
         route = target.door_route()
-        if route.direct and route.token is None and not isinstance(route.upstream, str):
-            yield Endpoint(*route.upstream)
-            return
+        from environments.local.desktop_door import DesktopPortDoor
         from environments.local.forward import TcpForwarder
 
-        forwarder = TcpForwarder(route.upstream, token=route.token)
-        browser = None if route.netns is None else TcpForwarder(("127.0.0.1", 9222), netns=route.netns)
+        forwarder = TcpForwarder(route.upstream, token=route.token, http=True)
+        doors: list[DesktopPortDoor] = []
+        if route.netns is not None:
+            doors = [DesktopPortDoor(9222, route.netns)]
+        elif route.direct and not isinstance(route.upstream, str):  # a VM: its other ports at its address
+            doors = [DesktopPortDoor(port, host=route.upstream[0]) for port in (9222, 8080)]
+
+        def refusals() -> list[str]:
+            return [*forwarder.refusals, *(r for door in doors for r in door.refusals)]
+
         try:
-            if browser is None:
-                yield Endpoint("127.0.0.1", forwarder.port, browser_unreachable=NO_BROWSER)
+            if not doors:
+                yield Endpoint("127.0.0.1", forwarder.port, browser_unreachable=NO_BROWSER, refusals=refusals)
+            elif len(doors) == 1:
+                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=doors[0].port, refusals=refusals)
             else:
-                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=browser.port)
+                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=doors[0].port, vlc_port=doors[1].port,
+                               refusals=refusals)  # fmt: skip
         finally:
             forwarder.close()
-            if browser is not None:
-                browser.close()
+            for port_door in doors:
+                port_door.close()
         return
-    door = ClientDoor(target)
-    await door.start()
+    client_door = ClientDoor(target)
+    await client_door.start()
     try:
-        yield Endpoint("127.0.0.1", door.port, browser_unreachable=NO_BROWSER)
+        yield Endpoint("127.0.0.1", client_door.port, browser_unreachable=NO_BROWSER,
+                       refusals=lambda: list(client_door.refusals))  # fmt: skip
     finally:
-        await door.close()
+        await client_door.close()
 
 
 class _Reply:
@@ -146,6 +168,8 @@ class ClientDoor:
         self.client = client
         self.port = 0
         self.refused = 0
+        #: Replies refused for their size, one line each (`Endpoint.refusals`).
+        self.refusals: list[str] = []
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -197,6 +221,9 @@ class ClientDoor:
         except (KeyError, ValueError, TypeError) as exc:
             return _error(400, f"bad request: {exc}")
         except Exception as exc:  # the controllers read any failure as a 500, as from OSWorld's server
+            if getattr(exc, "status", None) == 413:  # the client refused a reply too large to read
+                self.refusals.append(str(exc))
+                return _error(413, str(exc))
             return _error(500, f"{type(exc).__name__}: {exc}")
 
     async def _route(self, method: str, path: str, content_type: str, body: bytes) -> _Reply:
@@ -236,6 +263,9 @@ class ClientDoor:
             data = await client.file(file_path)
             if data is None:
                 return _error(404, f"file not found: {file_path}")
+            if len(data) > FILE_BYTES:
+                self.refusals.append(too_large(f"the desktop's file {file_path}", len(data), FILE_BYTES))
+                return _error(413, self.refusals[-1])
             return _Reply(200, data)
         if path == "/screen_size":
             width, height = await client.screen_size()

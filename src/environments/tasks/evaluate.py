@@ -63,6 +63,16 @@ async def run_setup(target: TaskClient | Endpoint, ctx: TaskContext) -> None:
     async with reach(target) as endpoint:
         _check_task(ctx, endpoint)
         await run_steps(endpoint, ctx.task.config, ctx, phase="setup")
+        _no_refusal(endpoint, ctx, "setup")
+
+
+def _no_refusal(endpoint: Endpoint, ctx: TaskContext, phase: str) -> None:
+    """A door refused part of the desktop's replies (too large, a redirect): OSWorld's code
+    read that as a missing file or an error and went on, so what it computed is no result."""
+    refused = endpoint.refusals()
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise TaskRunError(f"task {ctx.task_id}: {phase} failed: {refused[0]}{more}")
 
 
 def _score(env: OfficialEnv, call: MetricCall, ctx: TaskContext) -> float:
@@ -118,10 +128,17 @@ async def evaluate(
         check_evaluator(task, endpoint)
         check_steps(task.evaluator.postconfig, ctx, endpoint)
         await run_steps(endpoint, task.evaluator.postconfig, ctx, phase="postconfig")
+        _no_refusal(endpoint, ctx, "postconfig")
         if failed:
             return 0.0
         ctx.cache_dir.mkdir(parents=True, exist_ok=True)
         env = official_env(endpoint, ctx)
-        return await in_daemon_thread(
-            functools.partial(_combine, env, calls, task.evaluator.conj, ctx), what=f"task {task.id}: scoring"
-        )
+        try:
+            score = await in_daemon_thread(
+                functools.partial(_combine, env, calls, task.evaluator.conj, ctx), what=f"task {task.id}: scoring"
+            )
+        except TaskRunError:
+            _no_refusal(endpoint, ctx, "scoring")  # the refusal is the cause, not what it led to
+            raise
+        _no_refusal(endpoint, ctx, "scoring")
+        return score

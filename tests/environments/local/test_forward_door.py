@@ -126,3 +126,66 @@ def test_door_refuses_another_users_connection(unix_server: str) -> None:
             [sys.executable, "-I", "-c", _PROBE, str(door.port)], capture_output=True, text=True, timeout=60
         )
         assert "200 OK" in own.stdout
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    """What a desktop's server could answer if it were the model's: by path, a redirect to
+    the host, a reply larger than the door's limit (declared, or streamed without a length),
+    or the server's own 413 for a file too large."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", "http://127.0.0.1:9/steal")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/declared":
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 30))
+            self.end_headers()
+        elif self.path == "/stream":
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                for _ in range(64):
+                    self.wfile.write(b"z" * 65536)
+            except OSError:
+                pass
+            self.close_connection = True
+        else:
+            body = b'{"error": "the desktop\'s file /x is 1024.0 MiB, over the 256 MiB limit"}'
+            self.send_response(413)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        return None
+
+
+def test_door_refuses_redirects_and_oversized_replies_and_says_so(tmp_path: Path) -> None:
+    path = str(tmp_path / "hostile.sock")
+    server = _UnixServer(path, _Hostile)  # type: ignore[arg-type]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with TcpForwarder(path, token=TOKEN, body_limit=1 << 20) as door:
+            redirect = requests.post(f"{door.url}/redirect", timeout=10)  # requests would follow a 302
+            declared = requests.post(f"{door.url}/declared", timeout=10)
+            with pytest.raises(requests.exceptions.RequestException):  # cut short, never longer
+                requests.post(f"{door.url}/stream", timeout=10)
+            own = requests.post(f"{door.url}/file", timeout=10)
+            refusals = list(door.refusals)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert redirect.status_code == 502 and "redirect" in redirect.json()["message"]
+    assert not redirect.history  # nothing followed
+    assert declared.status_code == 502 and "over the limit" in declared.json()["message"]
+    assert own.status_code == 413
+    assert [line.split(":")[0] for line in refusals] == ["POST /redirect HTTP/1.1", "POST /declared HTTP/1.1",
+                                                          "POST /stream HTTP/1.1", "POST /file HTTP/1.1"]  # fmt: skip
+    assert "1024.0 MiB, over the 256 MiB limit" in refusals[-1]

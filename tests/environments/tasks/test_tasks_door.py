@@ -4,30 +4,54 @@ door over any task client, each open only while setup or scoring runs."""
 from __future__ import annotations
 
 import asyncio
+import http.server
+import threading
 from typing import Any
 
 import pytest
 import requests
 
 from environments.osworld import OSWorldClient
-from environments.tasks.door import NO_BROWSER, DoorRoute, Endpoint, reach
+from environments.tasks.door import NO_BROWSER, DoorRoute, reach
 
 
-async def test_a_vm_without_auth_is_reached_on_its_own_url() -> None:
+async def test_a_vm_without_auth_is_reached_through_bounded_doors_to_its_ports() -> None:
     async with OSWorldClient("http://10.0.3.7:5000") as client:
         assert client.door_route() == DoorRoute(("10.0.3.7", 5000), None, direct=True)
         async with reach(client) as endpoint:
-            assert endpoint == Endpoint("10.0.3.7", 5000)
-            assert endpoint.browser_unreachable is None  # its DevTools port answers on the same host
+            # OSWorld's controllers and getters speak to doors on this host: the server's,
+            # and the VM's DevTools and VLC ports, never to an address the VM may name.
+            assert endpoint.host == "127.0.0.1" and endpoint.browser_unreachable is None
+            assert len({endpoint.port, endpoint.chromium_port, endpoint.vlc_port}) == 3
+            assert 9222 not in (endpoint.port, endpoint.chromium_port) and endpoint.refusals() == []
+
+
+class _VM(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b'{"output": null, "status": "success"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        return None
 
 
 async def test_a_server_whose_address_changes_is_reached_at_its_current_url() -> None:
+    vm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _VM)
+    threading.Thread(target=vm.serve_forever, daemon=True).start()
     current = {"url": "http://10.0.0.1:5000"}
-    async with OSWorldClient("http://vm-1", door_url=lambda: current["url"]) as client:
-        assert client.door_route().upstream == ("10.0.0.1", 5000)
-        current["url"] = "http://127.0.0.1:41213"  # relaunched, reached through connect_via
-        async with reach(client) as endpoint:
-            assert endpoint == Endpoint("127.0.0.1", 41213)
+    try:
+        async with OSWorldClient("http://vm-1", door_url=lambda: current["url"]) as client:
+            assert client.door_route().upstream == ("10.0.0.1", 5000)
+            current["url"] = f"http://127.0.0.1:{vm.server_address[1]}"  # relaunched, reached through connect_via
+            async with reach(client) as endpoint:
+                reply = await asyncio.to_thread(requests.get, f"{endpoint.url}/terminal", timeout=10)
+    finally:
+        vm.shutdown()
+        vm.server_close()
+    assert reply.json() == {"output": None, "status": "success"} and reply.headers["connection"] == "close"
 
 
 async def test_a_server_with_a_token_gets_a_stamping_door_closed_afterwards(tmp_path: Any) -> None:
