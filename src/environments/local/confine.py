@@ -8,7 +8,8 @@ desktop's own home at /home/user (the path OSWorld tasks expect) and private /tm
 not exist inside. The sandbox has its own pid, IPC and UTS namespaces and always a network
 namespace of its own: loopback only, or (for a task that needs the internet) one prepared by
 `netns` behind a user-mode NAT, never the host's. Everything in it runs as the desktop's own
-uid with no capabilities and no way to gain any (``no_new_privs``).
+uid with no capabilities and no way to gain any (``no_new_privs``), under a seccomp filter
+that refuses new user namespaces and the kernel's keyrings (`seccomp`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,18 @@ from pathlib import Path
 
 from core.protocols import EnvError
 
-__all__ = ["HOME", "OPT", "SYSTEM_DIRS", "Confinement", "group_file", "passwd_file", "sandbox_python"]
+__all__ = [
+    "BROWSER_FLAGS",
+    "HOME",
+    "OPT",
+    "SYSTEM_DIRS",
+    "Confinement",
+    "group_file",
+    "passwd_file",
+    "python_paths",
+    "sandbox_python",
+    "system_argv",
+]
 
 #: The account's home inside every desktop (OSWorld's tasks name paths under it).
 HOME = "/home/user"
@@ -32,6 +44,10 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 #: Extra read-only system data some apps need, bound when present.
 _OPTIONAL_RO = ("/var/cache/fontconfig", "/var/lib/dbus")
 _PATH = "/usr/local/bin:/usr/bin:/bin"
+_CHROMIUM_D = "/etc/chromium.d"
+#: Chromium's own sandbox needs user namespaces, which a desktop's processes may not make:
+#: the desktop is the browser's wall. --test-type keeps the "unsupported flag" bar off the screen.
+BROWSER_FLAGS = b'export CHROMIUM_FLAGS="$CHROMIUM_FLAGS --no-sandbox --test-type"\n'
 
 
 def passwd_file(uid: int, gid: int) -> bytes:
@@ -73,6 +89,27 @@ def _project_paths() -> list[str]:
     return list(dict.fromkeys(paths))
 
 
+def python_paths() -> list[tuple[str, str]]:
+    """(host path, path inside) of every project import folder: the sources at
+    ``/opt/agent-s3/src``, each site-package at ``/opt/agent-s3/libN``."""
+    inside = []
+    for i, path in enumerate(_project_paths()):
+        inside.append((path, f"{OPT}/src" if i == 0 else f"{OPT}/lib{i}"))
+    return inside
+
+
+def system_argv() -> list[str]:
+    """bwrap options that show the system read-only: /usr and its links, /etc, and the
+    optional data some programs read."""
+    argv: list[str] = []
+    for folder in SYSTEM_DIRS:
+        if os.path.islink(folder):
+            argv += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            argv += ["--ro-bind", folder, folder]
+    return argv
+
+
 @dataclass(frozen=True, slots=True)
 class Confinement:
     """How one desktop's sandbox is built. ``home`` is the host folder bound at /home/user.
@@ -93,23 +130,31 @@ class Confinement:
 
     def python_paths(self) -> list[tuple[str, str]]:
         """(host path, path inside) of every project import folder."""
-        inside = []
-        for i, path in enumerate(_project_paths()):
-            inside.append((path, f"{OPT}/src" if i == 0 else f"{OPT}/lib{i}"))
-        return inside
+        return python_paths()
 
-    def argv(self, program: Sequence[str], *, passwd_fd: int, group_fd: int) -> list[str]:
-        """The bwrap command that runs ``program`` inside, as the desktop's uid."""
+    def argv(
+        self,
+        program: Sequence[str],
+        *,
+        passwd_fd: int,
+        group_fd: int,
+        seccomp_fd: int | None = None,
+        browser_fd: int | None = None,
+    ) -> list[str]:
+        """The bwrap command that runs ``program`` inside, as the desktop's uid; with
+        ``seccomp_fd``, under that filter (`seccomp.desktop_filter`: no user namespaces, no
+        kernel keyrings); with ``browser_fd`` (`BROWSER_FLAGS`), Debian's Chromium reads it
+        among its flag files."""
         if bool(self.netns) != (self.resolv_conf is not None):
             raise EnvError("a desktop's network namespace and its resolv.conf go together")
-        argv = [*self.netns, "bwrap"]
-        for folder in SYSTEM_DIRS:
-            if os.path.islink(folder):
-                argv += ["--symlink", os.readlink(folder), folder]
-            elif os.path.isdir(folder):
-                argv += ["--ro-bind", folder, folder]
+        argv = [*self.netns, "bwrap", *system_argv()]
         argv += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
         argv += ["--perms", "0644", "--ro-bind-data", str(group_fd), "/etc/group"]
+        if browser_fd is not None and os.path.isdir(_CHROMIUM_D):
+            argv += ["--tmpfs", _CHROMIUM_D]  # the host's flag files, and ours last
+            for name in sorted(os.listdir(_CHROMIUM_D)):
+                argv += ["--ro-bind", f"{_CHROMIUM_D}/{name}", f"{_CHROMIUM_D}/{name}"]
+            argv += ["--perms", "0644", "--ro-bind-data", str(browser_fd), f"{_CHROMIUM_D}/zz-agent-s3-desktop"]
         if self.resolv_conf is not None:  # the NAT's resolver, not the host's
             argv += ["--ro-bind", str(self.resolv_conf), "/etc/resolv.conf"]
         # bwrap makes missing parents of a mount 0700 root: make them enterable first.
@@ -129,6 +174,8 @@ class Confinement:
         if not self.netns:
             argv += ["--unshare-net"]
         argv += ["--hostname", self.hostname, "--die-with-parent", "--new-session", "--clearenv"]
+        if seccomp_fd is not None:
+            argv += ["--seccomp", str(seccomp_fd)]
         env = {
             "HOME": HOME,
             "USER": "user",

@@ -30,10 +30,11 @@ from pathlib import Path
 from core.protocols import EnvError
 
 from .cgroups import DesktopCgroup
-from .confine import Confinement, group_file, passwd_file, sandbox_python
+from .confine import BROWSER_FLAGS, Confinement, group_file, passwd_file, sandbox_python
 from .homes import drop_home, home_setup_argv, new_home_dir
 from .netns import DesktopNetwork
 from .procs import ProcInfo, children, kill_pids, namespace_processes, pid_namespace
+from .seccomp import filter_fd
 from .snapshot import SnapshotSpec
 from .uids import UidLease, lease_uid, uid_busy
 
@@ -321,6 +322,8 @@ class Sandbox:
         ready_r, ready_w = os.pipe()
         passwd = _memfd("passwd", passwd_file(uid, uid))
         group = _memfd("group", group_file(uid))
+        seccomp = filter_fd()
+        browser = _memfd("chromium-flags", BROWSER_FLAGS)
         listen_fd = self._listener.fileno()
         program = [
             sandbox_python(), "-m", "environments.local.session",
@@ -333,7 +336,8 @@ class Sandbox:
         if not cfg.sandbox:
             program.append("--no-sandbox")
         join = self._cgroup.join_argv() if self._cgroup is not None else []
-        argv = [*join, *home_setup, *confinement.argv(program, passwd_fd=passwd, group_fd=group)]
+        argv = [*join, *home_setup, *confinement.argv(
+            program, passwd_fd=passwd, group_fd=group, seccomp_fd=seccomp, browser_fd=browser)]
         try:
             os.write(token_w, self._token.encode())
             os.close(token_w)
@@ -348,7 +352,7 @@ class Sandbox:
                         stdin=subprocess.DEVNULL,
                         stdout=out,
                         stderr=out,
-                        pass_fds=(listen_fd, token_r, ready_w, passwd, group),
+                        pass_fds=(listen_fd, token_r, ready_w, passwd, group, seccomp, browser),
                         process_group=0,
                         close_fds=True,
                     )
@@ -361,7 +365,7 @@ class Sandbox:
             os.close(ready_r)
             raise
         finally:
-            for fd in (token_r, ready_w, passwd, group, token_w):
+            for fd in (token_r, ready_w, passwd, group, seccomp, browser, token_w):
                 if fd >= 0:
                     os.close(fd)
         return ready_r

@@ -122,12 +122,10 @@ async def _serve(
     from environments.server.config import ServerConfig
     from environments.server.serve import serve
 
-    config = ServerConfig(
-        token=token,
-        platform="ubuntu",
-        sandbox="bwrap" if args.sandbox else "none",
-        sandbox_home=Path(HOME) if args.sandbox else None,
-    )
+    # The coding agent's code runs in the desktop's own session, as its user: the desktop is
+    # the wall, and a nested sandbox would need a user namespace, which the desktop's seccomp
+    # filter refuses to everything in it (`seccomp`); ``--no-sandbox`` changes nothing now.
+    config = ServerConfig(token=token, platform="ubuntu", sandbox="none", sandbox_home=None)
     config.validate()
     listener = socket.socket(fileno=args.listen_fd)
     stop = asyncio.Event()

@@ -3,7 +3,9 @@
 Setup runs the task's `config` steps through OSWorld's `SetupController` (`steps`); scoring
 follows OSWorld's `DesktopEnv.evaluate`: postconfig steps through the same controller, then
 `infeasible` scores 1 iff the agent's last action was FAIL, otherwise a FAIL ends with 0; each
-metric gets its states from OSWorld's getters (`getters`) and is OSWorld's function (`official`);
+metric gets its states from OSWorld's getters (`getters`) and is OSWorld's function (`official`),
+run in a confined worker as an unprivileged uid that sees the task's cache read-only
+(`metric_sandbox`), since a task file's options reach whatever the metric does with them;
 a list of metrics combines with `and` (0 at the first zero, else the mean) or `or` (1 at the
 first one, else the max); a result getter that raises FileNotFoundError scores 0. Everything
 the task needs is checked before anything runs, so an unsupported task fails fast with one
@@ -16,6 +18,7 @@ reached through a door for the duration (`door.reach`).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import math
 from typing import Any
@@ -25,8 +28,9 @@ from environments.tasks.context import TaskContext
 from environments.tasks.door import Endpoint, reach
 from environments.tasks.errors import TaskRunError, UnsupportedGetter, UnsupportedMetric
 from environments.tasks.getters import OfficialEnv, get_state, getter_refusal, official_env
+from environments.tasks.metric_sandbox import MetricSandbox, Missing
 from environments.tasks.model import MetricCall, OSWorldTask
-from environments.tasks.official import metric, unsupported_reason
+from environments.tasks.official import unsupported_reason
 from environments.tasks.steps import check_steps, in_daemon_thread, run_steps
 
 __all__ = ["check_evaluator", "evaluate", "run_setup"]
@@ -75,35 +79,36 @@ def _no_refusal(endpoint: Endpoint, ctx: TaskContext, phase: str) -> None:
         raise TaskRunError(f"task {ctx.task_id}: {phase} failed: {refused[0]}{more}")
 
 
-def _score(env: OfficialEnv, call: MetricCall, ctx: TaskContext) -> float:
-    """One metric on its getters' states, as `DesktopEnv.evaluate` calls it (blocking)."""
+def _score(env: OfficialEnv, call: MetricCall, ctx: TaskContext, sandbox: MetricSandbox) -> float:
+    """One metric on its getters' states, as `DesktopEnv.evaluate` calls it (blocking); the
+    getters run here, the metric in the confined worker (`metric_sandbox`)."""
     try:
         result = get_state(env, call.result, ctx)
     except FileNotFoundError:
         return 0.0
     expected = get_state(env, call.expected, ctx)
-    fn = metric(call.func).fn
     args: tuple[Any, ...] = (result,) if call.expected is None else (result, expected)
     try:
-        score = fn(*args, **call.options)
-    except FileNotFoundError:
+        score = sandbox.call(call.func, args, dict(call.options))
+    except Missing:
         return 0.0
-    except Exception as exc:
-        raise TaskRunError(f"task {ctx.task_id}: metric {call.func!r} failed: {exc!r}") from exc
+    except TaskRunError as exc:
+        raise TaskRunError(f"task {ctx.task_id}: {exc}") from None
     if score is None:
         raise TaskRunError(f"task {ctx.task_id}: metric {call.func!r} returned no score")
-    score = float(score)
     if math.isnan(score):
         return 0.0
     return min(1.0, max(0.0, score))
 
 
-def _combine(env: OfficialEnv, calls: list[MetricCall], conj: str, ctx: TaskContext) -> float:
+def _combine(
+    env: OfficialEnv, calls: list[MetricCall], conj: str, ctx: TaskContext, sandbox: MetricSandbox
+) -> float:
     if len(calls) == 1:
-        return _score(env, calls[0], ctx)
+        return _score(env, calls[0], ctx, sandbox)
     scores = []
     for call in calls:
-        score = _score(env, call, ctx)
+        score = _score(env, call, ctx, sandbox)
         if conj == "and" and score == 0.0:
             return 0.0
         if conj == "or" and score == 1.0:
@@ -127,18 +132,25 @@ async def evaluate(
     async with reach(target) as endpoint:
         check_evaluator(task, endpoint)
         check_steps(task.evaluator.postconfig, ctx, endpoint)
-        await run_steps(endpoint, task.evaluator.postconfig, ctx, phase="postconfig")
-        _no_refusal(endpoint, ctx, "postconfig")
-        if failed:
-            return 0.0
         ctx.cache_dir.mkdir(parents=True, exist_ok=True)
-        env = official_env(endpoint, ctx)
+        sandbox = MetricSandbox(ctx.cache_dir)
         try:
-            score = await in_daemon_thread(
-                functools.partial(_combine, env, calls, task.evaluator.conj, ctx), what=f"task {task.id}: scoring"
-            )
-        except TaskRunError:
-            _no_refusal(endpoint, ctx, "scoring")  # the refusal is the cause, not what it led to
-            raise
-        _no_refusal(endpoint, ctx, "scoring")
-        return score
+            if not failed:  # its modules load while postconfig and the getters run
+                await asyncio.to_thread(sandbox.start, [call.func for call in calls])
+            await run_steps(endpoint, task.evaluator.postconfig, ctx, phase="postconfig")
+            _no_refusal(endpoint, ctx, "postconfig")
+            if failed:
+                return 0.0
+            env = official_env(endpoint, ctx)
+            try:
+                score = await in_daemon_thread(
+                    functools.partial(_combine, env, calls, task.evaluator.conj, ctx, sandbox),
+                    what=f"task {task.id}: scoring",
+                )
+            except TaskRunError:
+                _no_refusal(endpoint, ctx, "scoring")  # the refusal is the cause, not what it led to
+                raise
+            _no_refusal(endpoint, ctx, "scoring")
+            return score
+        finally:
+            await asyncio.to_thread(sandbox.close)

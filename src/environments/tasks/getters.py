@@ -8,6 +8,9 @@ desktop-env 1.0.2): ``controller`` (OSWorld's `PythonController` at the door), `
 
 Host-side files: ``cloud_file`` downloads unless ``cache_dir/<dest>`` exists, so each URL is
 seeded there from its local copy first (no network here; a missing copy is one clear line).
+Every name a task gives that a getter joins to ``cache_dir`` (each ``dest``, ``cache_file``'s
+``path``) must stay inside it: an absolute path or one that climbs out is refused before the
+getter runs, since the getters run as the runner's user (root, for desktops).
 Getters that drive the browser over DevTools are refused with one line where the door cannot
 reach it. Getters are synchronous and run in a thread.
 """
@@ -108,6 +111,11 @@ def getter_types() -> list[str]:
     return sorted(getter_modules())
 
 
+#: Fields OSWorld's getters join to ``cache_dir`` (where an absolute path or ``..`` would
+#: take them out of it): every getter's ``dest``, and the file ``cache_file`` reads.
+_CACHE_NAMES = {"cache_file": ("path", "dest")}
+
+
 def _seed_cloud_files(params: dict[str, Any], ctx: TaskContext) -> None:
     """Put each ``cloud_file`` URL's local copy at ``cache_dir/<dest>``, where the getter looks first."""
     multi = bool(params.get("multi", False))
@@ -129,12 +137,14 @@ def get_state(env: OfficialEnv, spec: GetterSpec | None, ctx: TaskContext) -> An
         raise UnsupportedGetter(ctx.task_id, spec.type, reason)
     params = dict(spec.params)
     try:
-        if spec.type == "cloud_file":
-            _seed_cloud_files(params, ctx)
-        for key in ("dest",):
+        for key in _CACHE_NAMES.get(spec.type, ("dest",)):
             for name in params[key] if isinstance(params.get(key), list) else [params.get(key)]:
+                if name is not None and not isinstance(name, str):
+                    raise TaskRunError(f"task {ctx.task_id}: getter {spec.type!r} field {key!r} must be a file name")
                 if isinstance(name, str):
                     ctx.cache_path(name)  # refuses names that climb out of the cache
+        if spec.type == "cloud_file":
+            _seed_cloud_files(params, ctx)
     except KeyError as exc:
         raise TaskRunError(f"task {ctx.task_id}: getter {spec.type!r} lacks field {exc}") from None
     return getter(spec.type).fn(env, {"type": spec.type} | params)
