@@ -2,14 +2,15 @@
 
 The mount namespace is an allowlist: an empty tmpfs root with read-only binds of the system
 (/usr and its links, /etc with a generated passwd/group naming the desktop's account
-``user``), the project's sources and libraries under the neutral /opt/agent-s3, the
-desktop's own home at /home/user (the path OSWorld tasks expect) and private /tmp, /dev/shm,
-/dev and /proc. Run folders, checkouts, other desktops, token files and the host's homes do
-not exist inside. The sandbox has its own pid, IPC and UTS namespaces and always a network
-namespace of its own: loopback only, or (for a task that needs the internet) one prepared by
-`netns` behind a user-mode NAT, never the host's. Everything in it runs as the desktop's own
-uid with no capabilities and no way to gain any (``no_new_privs``), under a seccomp filter
-that refuses new user namespaces and the kernel's keyrings (`seccomp`).
+``user``), the project's sources and libraries under the neutral /opt/agent-s3 (without the
+task suites' answers: `ANSWER_PACKAGES`), the desktop's own home at /home/user (the path
+OSWorld tasks expect) and private /tmp, /dev/shm, /dev and /proc. Run folders, checkouts,
+other desktops, token files and the host's homes do not exist inside. The sandbox has its
+own pid, IPC and UTS namespaces and always a network namespace of its own: loopback only,
+or (for a task that needs the internet) one prepared by `netns` behind a user-mode NAT,
+never the host's. Everything in it runs as the desktop's own uid with no capabilities and no
+way to gain any (``no_new_privs``), under a seccomp filter that refuses new user namespaces
+and the kernel's keyrings (`seccomp`).
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from pathlib import Path
 from core.protocols import EnvError
 
 __all__ = [
+    "ANSWER_PACKAGES",
     "BROWSER_FLAGS",
     "HOME",
     "OPT",
     "SYSTEM_DIRS",
     "Confinement",
     "group_file",
+    "hide_answers",
     "passwd_file",
     "python_paths",
     "sandbox_python",
@@ -96,6 +99,26 @@ def python_paths() -> list[tuple[str, str]]:
     for i, path in enumerate(_project_paths()):
         inside.append((path, f"{OPT}/src" if i == 0 else f"{OPT}/lib{i}"))
     return inside
+
+
+#: Task data with answers inside the project's packages (the local and Android suites' task
+#: files and gold files): never shown to a desktop, whose model could copy an expected file.
+ANSWER_PACKAGES = ("environments/tasks/suite", "environments/tasks/android_suite")
+
+
+def hide_answers(host: str, inside: str) -> list[str]:
+    """bwrap options, after binding ``host`` at ``inside``, that cover each answer package
+    with an empty folder holding only its ``__init__.py`` (the package still imports)."""
+    argv: list[str] = []
+    for package in ANSWER_PACKAGES:
+        folder = os.path.join(host, package)
+        if not os.path.isdir(folder):
+            continue
+        argv += ["--tmpfs", f"{inside}/{package}"]
+        init = os.path.join(folder, "__init__.py")
+        if os.path.isfile(init):
+            argv += ["--ro-bind", init, f"{inside}/{package}/__init__.py"]
+    return argv
 
 
 def system_argv() -> list[str]:
@@ -168,7 +191,7 @@ class Confinement:
         argv += ["--tmpfs", "/run", "--tmpfs", "/var/tmp"]
         paths = self.python_paths()
         for host, inside in paths:
-            argv += ["--ro-bind", host, inside]
+            argv += ["--ro-bind", host, inside, *hide_answers(host, inside)]
         argv += ["--perms", "0755", "--dir", "/home", "--bind", str(self.home), HOME, "--chdir", HOME]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.netns:

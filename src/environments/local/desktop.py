@@ -384,6 +384,7 @@ class LocalDesktop:
             settings=self._settings,
             net=net,
             nice=nice,
+            on_record=self._record,
         )
 
     def _start_live(self, network: bool) -> None:
@@ -460,7 +461,7 @@ class LocalDesktop:
     def _record(self) -> None:
         """What the watchdog and `sweep` need to kill this desktop's sandboxes without us."""
         with self._lock:
-            sandboxes = [s.record() for s in (self._live, self._spare) if s is not None and s.pid is not None]
+            sandboxes = [s.record() for s in (self._live, self._spare) if s is not None and s.recordable]
             temp = self.dir / ".sandbox.json.tmp"
             try:
                 temp.write_text(json.dumps({"sandboxes": sandboxes}))

@@ -11,8 +11,10 @@ the desktop to one of the host's own addresses (its LAN address, say, where serv
 on 0.0.0.0) would land on the host. To stop that, slirp4netns runs as a uid leased for it
 from the desktops' range, never as root, and one nftables table (`TABLE`) rejects what any
 uid of that range sends to an address of this machine, to loopback and to link-local
-addresses (cloud metadata services). The table only ever matches the desktops' uids, so
-the host's own traffic is untouched. An unprivileged slirp4netns can only configure a
+addresses (cloud metadata services), and anything not routed out through the machine's way
+to the internet (`uplinks`: the interfaces of its default routes), so another network
+namespace of this machine (a container behind a bridge or veth) is out of reach too. The
+table only ever matches the desktops' uids, so the host's own traffic is untouched. An unprivileged slirp4netns can only configure a
 namespace its uid owns: the namespace belongs to a user namespace made by that uid (the
 desktop's own processes run under another uid and have no capability in it), and the tun
 device is given to the uid in slirp4netns's own mount namespace only.
@@ -23,18 +25,21 @@ closes the pipe they wait on, however the owner dies.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import select
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from core.protocols import EnvError
 
 from .uids import FIRST_UID, SLOTS, UidLease, lease_uid
 
-__all__ = ["GATEWAY", "GUEST_ADDRESS", "GUEST_DNS", "SUBNET", "TABLE", "DesktopNetwork", "egress_rules"]
+__all__ = ["GATEWAY", "GUEST_ADDRESS", "GUEST_DNS", "SUBNET", "TABLE", "DesktopNetwork", "egress_rules", "uplinks"]
 
 SUBNET = "10.0.2.0/24"
 GUEST_ADDRESS = "10.0.2.100"
@@ -44,6 +49,7 @@ GUEST_DNS = "10.0.2.3"
 TABLE = "agent_s3_desktops"
 _PATH = "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _READY_S = 15.0
+_IFNAME = re.compile(r"[A-Za-z0-9_.@:-]{1,15}")
 
 #: Runs as root in a private mount namespace: a tun node owned by the helper uid replaces
 #: /dev/net/tun there only, then slirp4netns starts as that uid.
@@ -54,9 +60,42 @@ _SLIRP = (
 )
 
 
-def egress_rules(first_uid: int = FIRST_UID, last_uid: int = FIRST_UID + SLOTS - 1) -> str:
-    """The nftables script that (re)defines `TABLE` atomically."""
+def uplinks() -> list[str]:
+    """The interfaces through which this machine reaches the internet: those of its default
+    routes and of its routes to a public address (IPv4 and IPv6)."""
+    found: list[str] = []
+    for argv in (
+        ["ip", "-j", "route", "show", "default"],
+        ["ip", "-6", "-j", "route", "show", "default"],
+        ["ip", "-j", "route", "get", "1.1.1.1"],
+        ["ip", "-6", "-j", "route", "get", "2606:4700:4700::1111"],
+    ):
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+            routes = json.loads(done.stdout or "[]")
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            continue
+        for route in routes if isinstance(routes, list) else []:
+            dev = route.get("dev") if isinstance(route, dict) else None
+            if isinstance(dev, str) and _IFNAME.fullmatch(dev) and dev not in found:
+                found.append(dev)
+    return found
+
+
+def egress_rules(
+    first_uid: int = FIRST_UID, last_uid: int = FIRST_UID + SLOTS - 1, outside: Sequence[str] = ()
+) -> str:
+    """The nftables script that (re)defines `TABLE` atomically. ``outside``: the interfaces of
+    the way out (`uplinks`); what the NAT sends anywhere else (another network namespace of
+    this machine behind a bridge or veth, a container) is rejected. Without any, nothing but
+    the rules for this machine's own addresses applies."""
     uids = f"meta skuid {first_uid}-{last_uid}"
+    names = ", ".join(f'"{name}"' for name in outside)
+    elsewhere = (
+        [f"    {uids} meta l4proto tcp oifname != {{ {names} }} reject with tcp reset",
+         f"    {uids} oifname != {{ {names} }} reject"]
+        if outside else []
+    )  # fmt: skip
     return "\n".join([
         f"table inet {TABLE} {{}}",
         f"delete table inet {TABLE}",
@@ -69,6 +108,7 @@ def egress_rules(first_uid: int = FIRST_UID, last_uid: int = FIRST_UID + SLOTS -
         f"    {uids} ip daddr {{ 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16 }} reject",
         f"    {uids} meta l4proto tcp ip6 daddr {{ ::1, fe80::/10 }} reject with tcp reset",
         f"    {uids} ip6 daddr {{ ::1, fe80::/10 }} reject",
+        *elsewhere,
         "  }",
         "}",
         "",
@@ -83,7 +123,7 @@ def install_egress_rules() -> None:
             "install it (apt-get install nftables) or run with --network off"
         )
     done = subprocess.run(
-        ["nft", "-f", "-"], input=egress_rules(), capture_output=True, text=True, check=False
+        ["nft", "-f", "-"], input=egress_rules(outside=uplinks()), capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
         raise EnvError(

@@ -15,6 +15,7 @@ its socket and the model has not seen it, so the home it brings is the snapshot'
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +80,7 @@ class Sandbox:
         settings: SandboxSettings,
         net: DesktopNetwork | None = None,
         nice: int = 0,
+        on_record: Callable[[], None] | None = None,
     ) -> None:
         """``nice`` > 0 starts every process of the sandbox that much lower in CPU priority than
         its owner (a spare, so its start does not slow the live desktops' steps); `go_live`
@@ -106,6 +109,9 @@ class Sandbox:
         self._lock = threading.Lock()
         self._aborted = False
         self._nice = nice
+        #: Called once the sandbox has something to reap (its groups, then its first process),
+        #: so that it is on record before any process of it exists (`record`).
+        self._on_record = on_record
         self._base_nice = os.getpriority(os.PRIO_PROCESS, 0)
         self._base_group_nice = _autogroup_nice()
 
@@ -136,6 +142,8 @@ class Sandbox:
         cfg = self._settings
         self._lease = lease_uid()
         self._cgroup = DesktopCgroup(self._marker, memory_bytes=cfg.memory_mib * _MIB, pids_max=cfg.pids_max)
+        if self._on_record is not None:  # on record before it is spawned: its groups can be reaped
+            self._on_record()
         self.socket_path.unlink(missing_ok=True)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(self.socket_path))
@@ -291,8 +299,14 @@ class Sandbox:
         """Live processes of the sandbox: its whole pid namespace."""
         return [] if self.namespace is None else namespace_processes(self.namespace)
 
+    @property
+    def recordable(self) -> bool:
+        """Whether there is anything of this sandbox to reap (its groups exist)."""
+        return self._cgroup is not None or self._proc is not None
+
     def record(self) -> dict[str, object]:
-        """What the watchdog and `sweep` need to kill this sandbox without us."""
+        """What the watchdog and `sweep` need to kill this sandbox without us: its groups from
+        before it is spawned, its first process and namespace once it serves."""
         return {"pid": self.pid, "init": self.init_pid, "namespace": self.namespace, "cgroup": self._marker}
 
     def log_tail(self, lines: int = 3) -> str:
@@ -355,12 +369,15 @@ class Sandbox:
                         pass_fds=(listen_fd, token_r, ready_w, passwd, group, seccomp, browser),
                         process_group=0,
                         close_fds=True,
+                        preexec_fn=_die_with(os.getpid()),
                     )
                 if self._nice:
                     # Under the lock, so a `boost` comes after. The outermost pid stays the
                     # same through its execs up to bubblewrap, so everything the sandbox
                     # forks inherits this (its set-up's short-lived helpers aside).
                     _set_nice(self._proc.pid, min(19, self._base_nice + self._nice))
+            if self._on_record is not None:
+                self._on_record()
         except BaseException:
             os.close(ready_r)
             raise
@@ -408,6 +425,25 @@ class Sandbox:
                 self.socket_path.unlink()
         except FileNotFoundError:
             pass
+
+
+_PR_SET_PDEATHSIG = 1
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+
+def _die_with(owner: int) -> Callable[[], None]:
+    """What the sandbox's first process runs before its first exec: die (SIGKILL) with the
+    thread that spawns it, from that moment and through every exec up to bubblewrap (whose
+    own ``--die-with-parent`` comes only once it runs), and not start at all if its owner
+    is already gone. Only a pre-made foreign call and `os` calls run there (it is forked
+    from a threaded process)."""
+
+    def child() -> None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != owner:
+            os._exit(1)
+
+    return child
 
 
 def _kill(pid: int) -> None:
