@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from core.config import ConfigError, redact_urls
@@ -46,6 +45,7 @@ from .pricing import check_prices, unpriced_line
 from .report import write_report
 from .resume import ResumeMismatch, identity_of, read_manifest
 from .retry import check_critic
+from .terminal import SafeConsole
 from .wide_cli import check_wide, missing_key_line, prepare_wide
 
 __all__ = ["app"]
@@ -81,7 +81,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         _bench_guides(suite, list_file, examples, opts, domain=domain, limit=limit, parallel=parallel,
                       export=export, config=with_preset(preset, config), guides=guides)
         return
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     rollouts, mixture = opts.get("wide__rollouts"), opts.get("wide__mixture")
     if opts.get("strategy") is None and (rollouts or mixture):
         opts["strategy"] = "wide"
@@ -105,6 +105,9 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         cfg = prepare_wide(cfg)
     except (ConfigError, EnvError, TaskError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
+    for option, folder in (("--export", export), ("--out", cfg.out_dir)):
+        if folder is not None and folder.exists() and not folder.is_dir():  # before the run, not after
+            raise _fail(f"{option} {folder} exists and is not a folder; give a folder")
     if not bench.tasks:
         raise _fail(f"no runnable task in {list_file}" + (f" for domain {domain!r}" if domain else "")
                     + ": check --domain, or the skipped tasks' gaps with `python -m environments.tasks`")
@@ -173,7 +176,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
 def _bench_guides(suite: str, list_file: Path, examples: Path | None, opts: dict[str, Any], *, guides: str,
                   **kw: Any) -> None:
     """Every guide variant on the same tasks and seeds, then one table (see `runner.guide_ablation`)."""
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     try:
         variants = parse_guides(guides)
     except ValueError as e:

@@ -21,6 +21,7 @@ from core.llm import Ledger
 from .module_errors import ErrorTally
 from .progress import describe_action
 from .rollout import StepEvent
+from .terminal import SafeConsole
 
 __all__ = ["RolloutBoard"]
 
@@ -43,7 +44,7 @@ class RolloutBoard:
     """``with board.live(): ...`` shows the table; `watch` and `hook` update it."""
 
     def __init__(self, console: Console | None = None, *, ledger: Ledger | None = None) -> None:
-        self.console = console or Console(highlight=False)
+        self.console = console or SafeConsole(highlight=False)
         self.rows: dict[tuple[str, int], _Row] = {}
         self.tally = ErrorTally()
         self.ledger = ledger

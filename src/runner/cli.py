@@ -48,6 +48,7 @@ from .run_folder import check_run_folder, open_run_folder
 from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
 from .sweep_cli import sweep_command
 from .tasks import resolve_task
+from .terminal import SafeConsole
 from .wide_cli import check_wide, missing_key_line, prepare_wide, run_wide, summarize
 
 __all__ = ["app"]
@@ -121,7 +122,7 @@ def run(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="The --run-id exists: delete that run folder and start afresh.")] = False,
 ) -> None:
     """Run one task: set it up, run a rollout with live progress, evaluate, report."""
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     given = _overrides(
         policy__model=model, policy__base_url=base_url, environment__kind=env, environment__url=url,
         environment__token=token, environment__adb_host=adb_host, environment__adb_port=adb_port, out_dir=str(out) if out else None, run_id=run_id,

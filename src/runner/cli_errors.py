@@ -19,6 +19,8 @@ from core.config import redact_urls
 from core.llm import MissingAPIKeyError, ModelError
 from core.protocols import EnvError
 
+from .terminal import CleanStream, strip_controls
+
 __all__ = ["USER_ERRORS", "GuardedTyper", "describe_error"]
 
 #: Errors that come from what the user gave or from the machine, never from a bug alone:
@@ -61,13 +63,18 @@ class GuardedTyper(typer.Typer):
     """A Typer app whose console script turns `USER_ERRORS` into one ``error:`` line."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Only the runner's own terminal codes get through, whatever a model or task wrote.
+        streams = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = CleanStream(sys.stdout), CleanStream(sys.stderr)
         try:
             return super().__call__(*args, **kwargs)
         except USER_ERRORS as exc:
             if os.environ.get("AGENT_S3_DEBUG"):
                 raise
-            typer.echo(f"error: {redact_urls(describe_error(exc))}", err=True)
+            typer.echo(f"error: {strip_controls(redact_urls(describe_error(exc)))}", err=True)
             sys.exit(2)
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             sys.exit(130)
+        finally:
+            sys.stdout, sys.stderr = streams

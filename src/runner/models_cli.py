@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from core.config import ConfigError
@@ -35,6 +34,7 @@ from themis.options import ThemisOptions
 from .config import ModelConfig, RunConfig, load_run_config
 from .guided import guided_config
 from .mixture import MixtureError, parse_mixture
+from .terminal import SafeConsole
 
 __all__ = ["ModelUse", "check_models", "models_app", "planned_uses"]
 
@@ -193,7 +193,7 @@ def check_command(
     """Resolve every model the run would use (policy, grounding, code agent, reflection,
     guide, narrator, judge, critic); print each one's profile and price; with keys, make one
     minimal request per model with exactly the parameters the run would send."""
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     try:
         cfg = load_run_config([*(config or []), _given(model, mixture, guide, guide_model, critic, critic_model, judge)])
         set_overrides(cfg.models)

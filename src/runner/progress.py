@@ -17,6 +17,7 @@ from core.llm import Ledger
 
 from .module_errors import ErrorTally
 from .rollout import StepEvent
+from .terminal import SafeConsole
 
 __all__ = ["StepPrinter", "describe_action"]
 
@@ -39,7 +40,7 @@ class StepPrinter:
 
     def __init__(self, console: Console | None = None, *, tally: ErrorTally | None = None,
                  ledger: Ledger | None = None) -> None:
-        self.console = console or Console(highlight=False)
+        self.console = console or SafeConsole(highlight=False)
         self.tally = tally
         self.ledger = ledger
 
@@ -48,7 +49,7 @@ class StepPrinter:
         status = f"[red]{escape(step.error)}[/red]" if step.error else "[green]ok[/green]"
         if step.code_agent:
             session = step.code_agent
-            status += f" (code agent: {session.get('reason')} after {session.get('steps_used')} steps)"
+            status += f" (code agent: {escape(str(session.get('reason')))} after {session.get('steps_used')} steps)"
         seconds = step.timings.propose + step.timings.execute + step.timings.settle
         errors = ""
         if self.tally is not None:

@@ -31,6 +31,8 @@ def check_run_folder(layout: RunLayout, task_id: str, strategy: str, *, resume: 
     Raises `RunFolderChoice` (one line) when the folder exists and neither option was
     given, when both were, when ``--resume`` finds no run or a run of another task or
     strategy, and when the folder is a symbolic link (never followed, never deleted).
+    ``--resume`` of a run killed before it wrote ``config.json`` starts it (there is nothing
+    to keep).
     """
     if resume and overwrite:
         raise RunFolderChoice("pass --resume or --overwrite, not both")
@@ -38,6 +40,8 @@ def check_run_folder(layout: RunLayout, task_id: str, strategy: str, *, resume: 
     if path.is_symlink():
         raise RunFolderChoice(f"{path} is a symbolic link: pass another --run-id or --out")
     exists = path.is_dir() and any(path.iterdir())
+    if resume and path.is_dir() and not _started(layout):
+        return "new"  # a run killed before it wrote its configuration: it starts now
     if not exists:
         if resume:
             raise RunFolderChoice(f"there is no run {layout.run_id} in {layout.root} to resume: "
@@ -60,6 +64,11 @@ def open_run_folder(layout: RunLayout, use: FolderUse) -> None:
     if use == "overwrite" and layout.path.is_dir() and not layout.path.is_symlink():
         shutil.rmtree(layout.path)
     layout.create()
+
+
+def _started(layout: RunLayout) -> bool:
+    """Whether the run in `layout` got as far as its configuration or any task's folder."""
+    return (layout.path / "config.json").exists() or bool(layout.task_ids())
 
 
 def _check_same_run(layout: RunLayout, task_id: str, strategy: str) -> None:

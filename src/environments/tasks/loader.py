@@ -8,6 +8,7 @@ message is one line naming the file and the offending field.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 from environments.tasks.errors import TaskFileError
 from environments.tasks.model import OSWorldTask
 
-__all__ = ["iter_task_files", "load_task", "load_task_list", "parse_task", "read_task_list"]
+__all__ = ["MAX_DEPTH", "iter_task_files", "load_task", "load_task_list", "parse_task", "read_task_list"]
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
@@ -50,6 +51,28 @@ def _describe(error: ValidationError) -> str:
     return what + more
 
 
+#: How deep a task file or list may nest (OSWorld's own tasks reach 9): deeper is refused in
+#: one line before the JSON parser, which would exhaust Python's recursion on it, sees it.
+MAX_DEPTH = 64
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _decode(text: str, path: Path, what: str) -> Any:
+    """The JSON in `text`, or `TaskFileError` in one line naming the file."""
+    depth = 0
+    for bracket in _BRACKET.finditer(_STRING.sub('""', text)):
+        depth += 1 if bracket.group() in "[{" else -1
+        if depth > MAX_DEPTH:
+            raise TaskFileError(f"{path}: {what} nests deeper than {MAX_DEPTH} levels; fix the file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaskFileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:  # pragma: no cover - the depth check comes first
+        raise TaskFileError(f"{path}: {what} nests too deep; fix the file") from None
+
+
 def parse_task(data: Any, source: str = "<task>") -> OSWorldTask:
     """Validate an already-decoded task object; `source` names it in errors."""
     if not isinstance(data, dict):
@@ -67,12 +90,7 @@ def load_task(path: str | Path, domain: str = "") -> OSWorldTask:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot read the task file ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TaskFileError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
+    data = _decode(text, path, "the task file")
     return parse_task(data, str(path)).located(path.resolve(), domain)
 
 
@@ -80,11 +98,10 @@ def read_task_list(list_file: str | Path) -> dict[str, list[str]]:
     """The `{domain: [task id, ...]}` object of a task list, checked for shape."""
     list_file = Path(list_file)
     try:
-        data = json.loads(list_file.read_text(encoding="utf-8"))
+        text = list_file.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaskFileError(f"{list_file}: cannot read the task list ({exc.strerror or exc})") from None
-    except json.JSONDecodeError as exc:
-        raise TaskFileError(f"{list_file}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    data = _decode(text, list_file, "the task list")
     if not isinstance(data, dict):
         raise TaskFileError(f"{list_file}: a task list must be an object mapping domains to lists of ids")
     for domain, ids in data.items():

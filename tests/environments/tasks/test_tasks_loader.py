@@ -86,6 +86,19 @@ def test_undecodable_files(tmp_path: Path, text: str, needle: str) -> None:
         load_task(path)
 
 
+def test_a_file_nested_too_deep_is_one_line_not_a_recursion_error(tmp_path: Path) -> None:
+    deep = "[" * 200_000 + "]" * 200_000
+    path = _write(tmp_path / "t.json", '{"id": "t", "instruction": "x", "config": ' + deep + "}")
+    with pytest.raises(TaskFileError, match="nests deeper than 64 levels") as info:
+        load_task(path)
+    assert "\n" not in str(info.value)
+    listed = _write(tmp_path / "list.json", '{"os": ' + deep + "}")
+    with pytest.raises(TaskFileError, match="the task list nests deeper"):
+        load_task_list(listed)
+    brackets_in_text = {"id": "t", "instruction": "[" * 500, "config": [], "evaluator": {"func": "infeasible"}}
+    assert load_task(_write(tmp_path / "ok.json", json.dumps(brackets_in_text))).instruction == "[" * 500
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(TaskFileError, match="cannot read the task file"):
         load_task(tmp_path / "nope.json")
