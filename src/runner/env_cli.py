@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from core.atomic import write_bytes_atomic
 from environments.local import DesktopInfo, default_base_dir
 from environments.local.host import HostRecord, host_records, hosts_dir, request_stop
 from environments.local.procs import alive
@@ -148,7 +149,7 @@ def screenshot(
         data = asyncio.run(grab())
     except Exception as exc:
         raise _fail(f"could not take a screenshot of {name}: {exc}") from None
-    output.write_bytes(data)
+    write_bytes_atomic(output, data)  # a device or FIFO is written through, never replaced
     typer.echo(f"{output} ({len(data)} bytes)")
 
 

@@ -78,7 +78,10 @@ class Door(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
     def do_GET(self):
-        if self.headers.get("Upgrade", "").lower() == "websocket":
+        upgrade = self.headers.get("Upgrade", "").lower() == "websocket"
+        with open("/home/user/devtools.log", "a") as log:  # the evaluator fetches it last
+            log.write(("UPGRADE " if upgrade else "GET ") + self.path + "\n")
+        if upgrade:
             return self._send(302, headers=[("Location", targets[2])])
         count[0] += 1
         kind = count[0] % 3

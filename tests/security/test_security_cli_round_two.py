@@ -143,9 +143,11 @@ def _run_all(
             "expected": {"type": "rule", "rules": {"type": "url", "urls": ["https://example.com/"]}}}  # fmt: skip
     tasks = [
         _task("devtools-forgery", {
-            "func": ["is_expected_tabs"] * 3 + ["run_sqlite3"], "conj": "or",
-            "result": [tabs["result"]] * 3 + [_legit_db("legit-1.db")],
-            "expected": [tabs["expected"]] * 3 + [{"type": "rule", "rules": {"sql": f"VACUUM INTO '{roots.created()}'"}}],
+            "func": ["is_expected_tabs"] * 3 + ["compare_text_file", "run_sqlite3"], "conj": "or",
+            "result": [tabs["result"]] * 3 + [{"type": "vm_file", "path": "/home/user/devtools.log", "dest": "devtools.log"},
+                                              _legit_db("legit-1.db")],
+            "expected": [tabs["expected"]] * 3 + [{"type": "cloud_file", "path": "expected.txt", "dest": "want.txt"},
+                                                  {"type": "rule", "rules": {"sql": f"VACUUM INTO '{roots.created()}'"}}],
         }),
         _task("sqlite-as-root", {
             "func": ["run_sqlite3", "run_sqlite3"], "conj": "and",
@@ -210,6 +212,17 @@ def _run_all(
     print(f"\nhuge replies: peak memory of `run` {peak_kib / 1024:.0f} MiB, disk of its run folder "
           f"{huge_disk / (1 << 20):.0f} MiB; keyring notes seen {planted}")  # fmt: skip
     sqlite_score = headers.get("sqlite-as-root", {}).get("score")
+    # Every attack was really made (a broken attack must not pass as a wall that held).
+    served = "".join(p.read_text() for p in runs.glob("round-two/devtools-forgery/evaluation/*/devtools.log"))
+    assert served.count("GET /json/version/") >= 3 and "UPGRADE /devtools/browser/x" in served, served
+    assert headers["devtools-forgery"].get("score") is None and sqlite_score is None  # failed, not scored
+    assert "KEY-REFUSED" in outputs or "KEY-ADDED" in outputs, outputs[-2000:]
+    assert "USERNS-CLOSED" in outputs or "USERNS-OPEN" in outputs
+    assert "OTHER-NETNS-UNREACHED" in outputs or "OTHER-NETNS-REACHED" in outputs
+    assert "round two: huge-replies" in said and "score none: the evaluator failed" in said, said[-3000:]
+    noted = "".join(p.read_text() for p in runs.glob("huge/*/rollout-0/recording-error.txt"))
+    recorded = sum(p.stat().st_size for p in runs.glob("huge/*/rollout-0/recording.mp4"))
+    assert "over the" in noted or recorded > 0, noted
     chains = {
         "cli_devtools_door_forgery_to_host_addresses": (
             loop.accepted + wide.accepted > 0,
