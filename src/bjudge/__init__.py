@@ -24,7 +24,7 @@ from .mcq import MCQJudge
 from .offline import JudgedTask, MissingTaskError, judge_run, judge_task
 from .osworld_import import ImportReport, OSWorldImportError, import_osworld
 from .pairwise import PairwiseJudge
-from .parsing import Choice, parse_choice, parse_facts, parse_items
+from .parsing import Choice, parse_choice, read_facts, read_items
 from .pointer_code import pointer_events
 from .representations import REPRESENTATIONS, Representer, frame_indices, make_representer, narrate_rollout
 from .webjudge import WebJudge
@@ -69,7 +69,7 @@ __all__ = [
     "narrative_candidate",
     "narrative_text",
     "parse_choice",
-    "parse_facts",
-    "parse_items",
     "pointer_events",
+    "read_facts",
+    "read_items",
 ]

@@ -17,8 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from core.replies import json_chunks, key_name, strip_reasoning
 from gprm.elements import UIElement
-from gprm.replies import ReplyError, json_objects, strip_reasoning
+from gprm.replies import ReplyError
 
 __all__ = ["Convention", "PointAnswer", "match_element", "parse_point", "read_point", "text_match"]
 
@@ -26,7 +27,8 @@ __all__ = ["Convention", "PointAnswer", "match_element", "parse_point", "read_po
 Convention = Literal["percent", "pixels", "fraction"]
 
 _NUM = r"-?\d+(?:\.\d+)?"
-_MOLMO = re.compile(rf'''<points?\b[^>]*?\bx1?\s*=\s*["']?({_NUM})["']?[^>]*?\by1?\s*=\s*["']?({_NUM})''', re.I | re.S)
+_MOLMO_TAG = re.compile(r"<points?\b[^>]*>", re.I)
+_MOLMO_PAIR = re.compile(rf"""\bx(\d*)\s*=\s*["']?({_NUM})["']?\s+[^>]*?\by\1\s*=\s*["']?({_NUM})""", re.I | re.S)
 _POINT_2D = re.compile(rf'''["']point_2d["']\s*:\s*\[\s*({_NUM})\s*,\s*({_NUM})\s*\]''', re.I)
 _BBOX_2D = re.compile(rf'''["']bbox_2d["']\s*:\s*\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]''', re.I)
 _PAIR = re.compile(rf"[\(\[]\s*({_NUM})\s*,\s*({_NUM})\s*[\)\]]")
@@ -56,39 +58,54 @@ class _Raw:
     convention: Convention
 
 
-def _find(text: str, declared: Convention) -> _Raw | None:
-    if m := _MOLMO.search(text):
-        return _Raw(float(m[1]), float(m[2]), "molmo", "percent")
-    if m := _POINT_2D.search(text):
-        return _Raw(float(m[1]), float(m[2]), "point_2d", "pixels")
-    if m := _BBOX_2D.search(text):
-        return _Raw((float(m[1]) + float(m[3])) / 2, (float(m[2]) + float(m[4])) / 2, "bbox_2d", "pixels")
-    for obj in json_objects(text):
-        lowered = {str(k).lower(): v for k, v in obj.items()}
+def _found(text: str, declared: Convention) -> list[_Raw]:
+    """Every point the reply states, in its most explicit forms; plain pairs only when it
+    has none of those."""
+    marked: list[_Raw] = []
+    for tag in _MOLMO_TAG.finditer(text):
+        marked += [_Raw(float(m[2]), float(m[3]), "molmo", "percent") for m in _MOLMO_PAIR.finditer(tag[0])]
+    marked += [_Raw(float(m[1]), float(m[2]), "point_2d", "pixels") for m in _POINT_2D.finditer(text)]
+    marked += [_Raw((float(m[1]) + float(m[3])) / 2, (float(m[2]) + float(m[4])) / 2, "bbox_2d", "pixels")
+               for m in _BBOX_2D.finditer(text)]
+    if marked:
+        return marked
+    for chunk in json_chunks(text):
+        if chunk.problem is not None or not isinstance(chunk.value, dict):
+            continue
+        lowered = {key_name(k): v for k, v in chunk.value.items()}
         x, y = lowered.get("x"), lowered.get("y")
         if isinstance(x, int | float) and isinstance(y, int | float) and not isinstance(x, bool) \
                 and not isinstance(y, bool):
-            return _Raw(float(x), float(y), "pair", declared)
-    if m := (_PAIR.search(text) or _XY.search(text)):
-        return _Raw(float(m[1]), float(m[2]), "pair", declared)
-    return None
+            marked.append(_Raw(float(x), float(y), "pair", declared))
+    if marked:
+        return marked
+    pairs = [_Raw(float(m[1]), float(m[2]), "pair", declared) for m in _PAIR.finditer(text)]
+    return pairs or [_Raw(float(m[1]), float(m[2]), "pair", declared) for m in _XY.finditer(text)]
 
 
 def read_point(text: str, size: tuple[int, int], *, coordinates: Convention = "percent",
                sent_size: tuple[int, int] | None = None) -> PointAnswer | None:
     """The point in a pointing model's reply, in pixels of an image of `size`; None when the
     model says the element is not there. Raises `ReplyError` (the feedback for a re-ask)
-    when the reply holds neither, or a point outside the image.
+    when the reply holds no point, several different ones, a point and "not found" at
+    once, or a point outside the image.
 
     `coordinates` is the space the prompt declared for plain pairs; `sent_size` is the size
     of the image the model saw, when it was downscaled, so pixel answers are scaled back up.
     """
     text = strip_reasoning(text)
-    raw = _find(text, coordinates)
-    if raw is None:
-        if _NOT_FOUND.search(text):
+    found = list(dict.fromkeys(_found(text, coordinates)))
+    absent = _NOT_FOUND.search(text) is not None
+    if not found:
+        if absent:
             return None
         raise ReplyError(f"the reply holds no point; answer {_FORMS[coordinates]} or: not found")
+    if len(found) > 1:
+        listed = "; ".join(f"({r.x:g}, {r.y:g})" for r in found[:4])
+        raise ReplyError(f"the reply names {len(found)} different points ({listed}); answer with exactly one")
+    if absent:
+        raise ReplyError("the reply gives a point and also says the element is not there; answer with one of them")
+    raw = found[0]
     width, height = size
     seen_w, seen_h = sent_size or size
     if raw.convention == "percent":

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
+from core.replies import JsonChunk, json_chunks, key_name, strip_reasoning
 from gprm.elements import shrink_png
 from gprm.history import Candidate
 from gprm.prompts import render
 from gprm.records import RoutingRecord, ToolUse
-from gprm.replies import ReplyError, json_objects, strip_reasoning
+from gprm.replies import ReplyError
 from gprm.tools import PARSER_TOOL, POINT_TOOL, TOOL_SPECS, Perception
 
 __all__ = ["TERMINATE", "Router", "RoutingReply", "RoutingReplyError", "RoutingResult", "canonical_tool", "check_request", "parse_routing"]
@@ -70,7 +71,12 @@ TARGET_KEYS = ("target", "description", "query", "param", "element", "text", "la
 _ARG_KEYS = ("arguments", "args", "parameters", "params", "input", "kwargs")
 _LIST_KEYS = ("actions", "tool_calls", "calls", "tools")
 _NAME_KEYS = ("name", "tool", "tool_name", "action", "function")
-_CALL = re.compile(r"\b([A-Za-z][\w ]{0,30}?)\s*\(\s*(?:(\w+)\s*=\s*)?(?:\"([^\"]*)\"|'([^']*)')?\s*\)")
+#: Keys of a request besides the tool list: nothing else may stand beside it.
+_REQUEST_KEYS = ("thought", "thoughts", "reasoning")
+#: A call of a tool: `point(target="Save")`, `ui_parser()`.
+_CALL = re.compile(r"\b([A-Za-z][\w]{0,30})\s*\(\s*(?:(\w+)\s*=\s*)?(?:\"([^\"]*)\"|'([^']*)')?\s*\)")
+#: The same, alone on a line (backticks around it allowed).
+_CALL_LINE = re.compile(r"^\s*`*\s*" + _CALL.pattern + r"\s*`*\s*$")
 
 
 def canonical_tool(name: str) -> str:
@@ -109,7 +115,7 @@ def _item(item: Any) -> tuple[str, dict[str, Any]] | None:
         return canonical_tool(item), {}
     if not isinstance(item, dict):
         return None
-    item = {str(k).lower(): v for k, v in item.items()}
+    item = {key_name(k): v for k, v in item.items()}
     function = item.get("function")
     if isinstance(function, dict):
         return _item(function)
@@ -124,11 +130,15 @@ def _item(item: Any) -> tuple[str, dict[str, Any]] | None:
 
 
 def _from_object(obj: dict[str, Any]) -> RoutingReply | None:
-    lowered = {str(k).lower(): v for k, v in obj.items()}
-    thought = lowered.get("thought")
-    thought = thought if isinstance(thought, str) else None
-    for key in _LIST_KEYS:
-        raw = lowered.get(key)
+    lowered = {key_name(k): v for k, v in obj.items()}
+    thought = next((lowered[k] for k in _REQUEST_KEYS if isinstance(lowered.get(k), str)), None)
+    lists = [k for k in _LIST_KEYS if k in lowered]
+    if lists:
+        extra = sorted(set(lowered) - {lists[0], *_REQUEST_KEYS})
+        if len(lists) > 1 or extra:
+            raise RoutingReplyError("unparseable", f"unknown key {([*lists[1:], *extra])[0]!r} beside "
+                                                   f"{lists[0]!r}; answer with only \"thought\" and \"actions\"")
+        raw = lowered[lists[0]]
         if isinstance(raw, list):
             items = [_item(x) for x in raw]
             if any(x is None for x in items):
@@ -137,32 +147,55 @@ def _from_object(obj: dict[str, Any]) -> RoutingReply | None:
         if isinstance(raw, dict):
             one = _item(raw)
             return RoutingReply(thought, [one]) if one is not None else None
+        return None
     one = _item(lowered)
     return RoutingReply(thought, [one]) if one is not None else None
 
 
+_FORMAT = '{"thought": "...", "actions": [{"name": "<tool>", "arguments": {...}}]}'
+
+
+def _distinct(chunks: list[JsonChunk]) -> list[JsonChunk]:
+    out: list[JsonChunk] = []
+    for c in chunks:
+        if not any(o.problem is None and c.problem is None and o.value == c.value for o in out):
+            out.append(c)
+    return out
+
+
 def parse_routing(text: str) -> RoutingReply:
-    """The tools a routing reply asks for. The last object that reads as a request wins
-    (models echo the prompt's examples first); without JSON, a call such as
-    `point(target="Save")` counts when it names a known tool."""
+    """The tools a routing reply asks for: its one JSON request (reasoning drafts removed);
+    several different objects (an echoed example and the request, a request and a plan)
+    are refused, never resolved by picking one. Without JSON, one call of a known tool
+    standing alone on the reply's last line, such as `point(target="Save")`, is the
+    request; a call mentioned in prose ("later I will point(target='Save')"), or several
+    calls, are none."""
     text = strip_reasoning(text)
-    for obj in reversed(json_objects(text)):
-        found = _from_object(obj)
-        if found is not None:
-            return found
-    calls = []
-    for m in _CALL.finditer(text):
-        name = canonical_tool(m[1].strip().split(" ")[-1])
+    chunks = _distinct([c for c in json_chunks(text) if not c.template])
+    if len(chunks) > 1:
+        raise RoutingReplyError("unparseable", f"the reply holds {len(chunks)} different JSON objects (an example or a "
+                                               f"plan besides the request?); answer with exactly one: {_FORMAT}")
+    if chunks:
+        only = chunks[0]
+        if not only.closed or only.problem is not None:
+            why = "is cut off before its end" if not only.closed else only.problem
+            raise RoutingReplyError("unparseable", f"the JSON request {why}; answer again with the whole object")
+        found = _from_object(only.value)
+        if found is None:
+            raise RoutingReplyError("unparseable", f"the JSON object names no tool; answer with {_FORMAT}")
+        return found
+    calls = [m for m in _CALL.finditer(text) if canonical_tool(m[1]) in (PARSER_TOOL, POINT_TOOL, TERMINATE)]
+    lines = [line for line in text.strip().splitlines() if line.strip() and line.strip("` ") not in ("", "python")]
+    m = _CALL_LINE.match(lines[-1]) if len(calls) == 1 and lines else None
+    if m is not None:
+        name = canonical_tool(m[1])
         if name in (PARSER_TOOL, POINT_TOOL, TERMINATE):
             value = m[3] if m[3] is not None else m[4]
             args: dict[str, Any] = {}
             if value is not None:
                 args = {"answer": value} if name == TERMINATE else {"target": value}
-            calls.append((name, args))
-    if calls:
-        return RoutingReply(None, calls[-1:])
-    raise RoutingReplyError("unparseable", 'the reply holds no tool request; answer with one JSON object: '
-                                           '{"thought": "...", "actions": [{"name": "<tool>", "arguments": {...}}]}')
+            return RoutingReply(None, [(name, args)])
+    raise RoutingReplyError("unparseable", f"the reply holds no tool request; answer with one JSON object: {_FORMAT}")
 
 
 @dataclass

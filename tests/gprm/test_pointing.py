@@ -8,7 +8,7 @@ from gprm_screens import RenderedScreen, blank_png
 
 from core.images import decode_png
 from core.llm import ChatModel, ImagePart, Reply, Script, TextPart
-from gprm import LocalUIParser, Perception, parse_point, text_match
+from gprm import LocalUIParser, Perception, ReplyError, parse_point, read_point, text_match
 from gprm.elements import draw_star
 
 RED = np.array([255, 0, 0])
@@ -21,11 +21,16 @@ def _red_centroid(png: bytes) -> tuple[float, float, int]:
     return float(xs.mean()), float(ys.mean()), int(mask.sum())
 
 
+def test_several_points_are_refused_not_the_first_taken() -> None:
+    with pytest.raises(ReplyError, match="2 different points"):
+        read_point('<points x1="10.5" y1="20" x2="90" y2="90">icons</points>', (800, 600))
+    assert parse_point('<points x1="10" y1="20" x2="10" y2="20">icon</points>', (800, 600)) is not None
+
+
 @pytest.mark.parametrize(
     ("text", "expected", "form"),
     [
         ('<point x="25" y="50" alt="Save">Save</point>', (200.0, 300.0), "molmo"),
-        ('<points x1="10.5" y1="20" x2="90" y2="90">icons</points>', (84.0, 120.0), "molmo"),
         ('{"point_2d": [600, 150]}', (600.0, 150.0), "point_2d"),
         ("The element is at (40, 60).", (320.0, 360.0), "pair"),
     ],

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from critic_fixtures import Roles, images_of, js, user_text
+from critic_fixtures import PAPER_NOT_QA, Roles, images_of, js, user_text
 from typer.testing import CliRunner
 
 from core.llm import Reply, Script
@@ -109,7 +109,7 @@ async def test_themis_grades_an_osreward_trace(tmp_path: Path) -> None:
                    "selector_followup": [js(need_more_steps=False, reason_to_stop="enough")],
                    "verifier": [js(step=1, verdict="success", evidence=["AFTER: tutorial page"])],
                    "reviewer": [js(issues=None, overall_commentary="none")],
-                   "judge": [js(final_decision="completed", justification="Step 1 shows the page.")]})
+                   "judge": [js(qa_answer_review=PAPER_NOT_QA, final_decision="completed", justification="Step 1 shows the page.")]})
     model, script = roles.model(5)
     result = await bench_critic(make_critic("themis", model), [entry])
     script.assert_done()
