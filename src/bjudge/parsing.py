@@ -21,11 +21,13 @@ __all__ = ["Choice", "parse_choice", "read_facts", "read_items", "read_section",
 _BULLET = re.compile(r"^\s*(?:[-*•‣▪]|\d{1,3}[.)]|\(\d{1,3}\))\s+")
 _INT = re.compile(r"(?<![\d.\w])-?\d+(?![\d.]*\d)(?!\w)")
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
-#: An answer section that only restates the format: "<answer>k</answer>", "<answer>N</answer>".
-_PLACEHOLDER = re.compile(r"^\s*[`*\"']*(?:[a-zA-Z]|\.\.\.|…|<[^<>]*>|\{[^{}\d]*\}|number|integer|index|your answer)"
+#: An answer section that only restates the format: "<answer>k</answer>", "<answer>N</answer>",
+#: the prompts' own "One integer from 1 to 5." and "The number of the best candidate: ...".
+_PLACEHOLDER = re.compile(r"^\s*[`*\"']*(?:[a-zA-Z]|\.\.\.|…|<[^<>]*>|\{[^{}\d]*\}|number|integer|index|your answer|"
+                          r"(?:the number of the best candidate:\s*)?one integer from \d+ to \d+\.?)"
                           r"[`*\"']*\s*$", re.I)
 #: A list item that only restates the format: "- ...", "- <one change per line>".
-_ITEM_PLACEHOLDER = re.compile(r"^\s*(?:\.\.\.|…|<[^<>]*>|one change per line)\s*$", re.I)
+_ITEM_PLACEHOLDER = re.compile(r"^\s*(?:\.\.\.|…|<[^<>]*>|one (?:change|requirement) per line)\s*$", re.I)
 #: How an answer's body begins (a number, a bullet, a list), as opposed to prose that
 #: merely names the tag ("I will answer in <answer> tags").
 _ANSWER_START = re.compile(r"^\s*(?:[-*•‣▪\[{`]|\**\s*(?:candidate\s*)?#?-?\d)", re.I)

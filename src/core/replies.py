@@ -185,7 +185,7 @@ def loads(text: str) -> Any:
         normal = _normalise(text)
         return json.loads(normal, strict=False)
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(normal.rstrip()):
+        if exc.pos >= len(normal.rstrip()) or exc.msg.startswith("Unterminated string"):
             raise ReplyProblem("the JSON is cut off before its end") from None
         raise ReplyProblem(f"the JSON does not parse ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except ValueError as exc:
@@ -300,8 +300,13 @@ def _distinct(chunks: list[JsonChunk]) -> list[JsonChunk]:
 def one_object(text: str, *, what: str = "JSON object") -> dict[str, Any]:
     """The one JSON object `text` answers with, reasoning drafts removed; `ReplyProblem`
     when it holds none, several different ones, or one that is cut or does not parse."""
-    chunks = json_chunks(strip_reasoning(text), "{")
+    bare = strip_reasoning(text)
+    chunks = json_chunks(bare, "{")
     candidates = _distinct([c for c in chunks if not c.template])
+    lists = [c for c in json_chunks(bare, "[") if c.problem is None and isinstance(c.value, list)]
+    if len(candidates) > 1 and any(c.start < candidates[0].start and c.start + len(c.text) > candidates[-1].start
+                                   for c in lists):
+        raise ReplyProblem(f"the reply is a JSON list of {len(candidates)} objects; reply with exactly one {what}")
     if not candidates:
         if chunks:
             raise ReplyProblem(f"the reply only repeats the answer template; reply with one {what} holding real values")
