@@ -239,6 +239,7 @@ ROLES: list[Role] = [
     Role("bjudge.narrator", _corpus("bjudge", "narrator.yaml"), _facts),
     Role("gprm.scorer", _corpus("gprm", "scorer.yaml"), _scorer),
     Role("gprm.router", _corpus("gprm", "router.yaml"), _router),
+    Role("gprm.memory", _corpus("gprm", "memory.yaml"), _memory),
     Role("gprm.summary", _corpus("gprm", "summary.yaml"), _summary),
     Role("gprm.point", _corpus("gprm", "point.yaml"), _gprm_point),
     Role("agent_s3.code_agent", _corpus("agent_s3", "code_agent.yaml"), _code),

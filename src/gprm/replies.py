@@ -155,7 +155,13 @@ def parse_score(text: str, *, action: str | None = None) -> tuple[float, dict[st
             if c.problem is None and any(d.problem is None and d.value == c.value for d in distinct):
                 continue
             distinct.append(c)
-        readings = [_score_of(c) for c in distinct]
+        if len(distinct) == 1:
+            return _score_of(distinct[0])
+        try:
+            readings = [_score_of(c) for c in distinct]
+        except ReplyError:
+            raise ReplyError(f"the reply holds {len(distinct)} different JSON objects; answer with exactly one "
+                             '<eval>{"score": N, ...}</eval>') from None
         values = list(dict.fromkeys(r[0] for r in readings))
         if len(values) > 1:
             listed = ", ".join(f"{v:g}" for v in values)
