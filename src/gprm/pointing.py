@@ -2,10 +2,12 @@
 
 Two ways to ground: ask a pointing model, or match the description against the UI parser's
 elements. Pointing models answer in different units, and all are read: Molmo's
-`<point x="61.5" y="40.2">` (percent of width and height), `<points x1=.. y1=..>` (the first
-pair), Qwen's `{"point_2d": [x, y]}` and `{"bbox_2d": [..]}` (pixels of the image sent), and a
-bare `(x, y)`, `x=.., y=..` or `{"x": .., "y": ..}` read in the coordinate space the prompt
-declared, never guessed from the size of the numbers.
+`<point x="61.5" y="40.2">` (percent of width and height), Qwen's `{"point_2d": [x, y]}` and
+`{"bbox_2d": [..]}` (pixels of the image sent), Gemini's `{"point": [y, x]}` and `box_2d` (y
+first, thousandths; only from a model whose convention says so), and a bare `(x, y)`,
+`x=.., y=..` or `{"x": .., "y": ..}` read in the coordinate space the prompt declared, never
+guessed from the size of the numbers. A reply naming several different points (Molmo's
+`<points x1=.. x2=..>`) is refused, never read as its first.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from gprm.replies import ReplyError
 
 __all__ = ["Convention", "PointAnswer", "match_element", "parse_point", "read_point", "text_match"]
 
-#: The coordinate space a pointing prompt declares for plain pairs.
-Convention = Literal["percent", "pixels", "fraction"]
+#: The coordinate space a pointing prompt declares for plain pairs: percent, pixels of the
+#: image sent, fractions, thousandths (x first), or Gemini's y-first thousandths.
+Convention = Literal["percent", "pixels", "fraction", "norm1000", "yx1000"]
 
 _NUM = r"-?\d+(?:\.\d+)?"
 _MOLMO_TAG = re.compile(r"<points?\b[^>]*>", re.I)
@@ -58,9 +61,41 @@ class _Raw:
     convention: Convention
 
 
+def _gemini(text: str) -> list[_Raw]:
+    """Gemini's points: ``{"point": [y, x]}`` / ``{"box_2d": [ymin, xmin, ymax, xmax]}``, in a
+    list or alone, thousandths."""
+    found: list[_Raw] = []
+    for chunk in json_chunks(text, "[") + json_chunks(text, "{"):
+        if chunk.problem is not None:
+            continue
+        for value in chunk.value if isinstance(chunk.value, list) else [chunk.value]:
+            if not isinstance(value, dict):
+                continue
+            lowered = {key_name(k): v for k, v in value.items()}
+            box, point = lowered.get("box_2d"), lowered.get("point")
+            if isinstance(box, list) and _numbers(box, 4):
+                y1, x1, y2, x2 = (float(v) for v in box)
+                if y2 < y1 or x2 < x1:
+                    raise ReplyError("box_2d has its corners the wrong way round; give [ymin, xmin, ymax, xmax]")
+                found.append(_Raw((x1 + x2) / 2, (y1 + y2) / 2, "box_2d", "yx1000"))
+            elif isinstance(point, list) and _numbers(point, 2):
+                found.append(_Raw(float(point[1]), float(point[0]), "point", "yx1000"))
+    return found
+
+
+def _numbers(value: object, n: int) -> bool:
+    return isinstance(value, list) and len(value) == n and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+
+
 def _found(text: str, declared: Convention) -> list[_Raw]:
     """Every point the reply states, in its most explicit forms; plain pairs only when it
     has none of those."""
+    if declared == "yx1000":
+        return list(dict.fromkeys(_gemini(text)))
+    if re.search(r"""["']box_2d["']\s*:""", text):
+        raise ReplyError('"box_2d" is y-first in thousandths (Gemini\'s form), not the form asked; answer '
+                         f"{_FORMS[declared]}")
     marked: list[_Raw] = []
     for tag in _MOLMO_TAG.finditer(text):
         marked += [_Raw(float(m[2]), float(m[3]), "molmo", "percent") for m in _MOLMO_PAIR.finditer(tag[0])]
@@ -110,6 +145,8 @@ def read_point(text: str, size: tuple[int, int], *, coordinates: Convention = "p
     seen_w, seen_h = sent_size or size
     if raw.convention == "percent":
         bounds, (x, y) = (100.0, 100.0), (raw.x / 100 * width, raw.y / 100 * height)
+    elif raw.convention in ("norm1000", "yx1000"):
+        bounds, (x, y) = (1000.0, 1000.0), (raw.x / 1000 * width, raw.y / 1000 * height)
     elif raw.convention == "fraction":
         bounds, (x, y) = (1.0, 1.0), (raw.x * width, raw.y * height)
     else:
@@ -124,6 +161,8 @@ _FORMS: dict[Convention, str] = {
     "percent": '<point x="X" y="Y">label</point> with X and Y in percent (0–100) of the width and height',
     "pixels": "(X, Y) in pixels of the attached image",
     "fraction": "(X, Y) as fractions (0–1) of the width and height",
+    "norm1000": "(X, Y) in thousandths (0–1000) of the width and height",
+    "yx1000": '{"point": [Y, X]}, Y first, in thousandths (0–1000) of the height and width',
 }
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import numpy as np
 import pytest
 from gprm_screens import RenderedScreen, blank_png
+from PIL import Image
 
 from core.images import decode_png
 from core.llm import ChatModel, ImagePart, Reply, Script, TextPart
+from core.llm.profiles import OVERRIDES_ENV
 from gprm import LocalUIParser, Perception, ReplyError, parse_point, read_point, text_match
 from gprm.elements import draw_star
 
@@ -77,6 +82,23 @@ async def test_point_tool_marks_the_models_answer(reply: str, expected: tuple[in
     assert isinstance(parts[1], ImagePart) and "Save button" in parts[0].text  # type: ignore[union-attr]
     assert isinstance(parts[0], TextPart)
     script.assert_done()
+
+
+async def test_the_pointing_model_gets_the_screen_it_sees_unshrunk_and_its_own_convention(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Gemini-style pointer: the prompt asks for its y-first thousandths, and a Claude-sized
+    limit sends the 1280x800 screen as 1213x758, the size the prompt states."""
+    monkeypatch.setenv(OVERRIDES_ENV, json.dumps({"scripted/seeing-pointer": {
+        "vision": {"points": "yx1000", "long_edge": 1568, "pixels": 920000}}}))
+    script = Script("seeing-pointer", [Reply(text='[{"point": [250, 500], "label": "Save"}]')])
+    tools = Perception(blank_png((1280, 800)), pointer=ChatModel.from_name("scripted/seeing-pointer"),
+                       point_mode="model", point_coordinates="profile")
+    use = await tools.run("point", {"target": "the Save button"})
+    assert use.ok and "pixel (640, 200)" in use.evidence
+    parts = script.requests[0].messages[0].parts()
+    image = next(p for p in parts if isinstance(p, ImagePart))
+    assert Image.open(io.BytesIO(image.data)).size == (1213, 758)
+    assert '{"point": [Y, X]}' in parts[0].text  # type: ignore[union-attr]
 
 
 async def test_point_tool_reports_a_miss_without_an_image() -> None:
