@@ -13,10 +13,73 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
-from core.replies import ReplyProblem, loads, strip_reasoning
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-__all__ = ["Choice", "parse_choice", "read_facts", "read_items", "read_section", "tag_section", "tag_sections"]
+from core.replies import ReplyProblem, contract_keys, json_chunks, loads, strip_reasoning
+
+__all__ = ["AnswerReply", "Choice", "FactsReply", "KeyPointsReply", "parse_choice", "read_facts", "read_items",
+           "read_section", "tag_section", "tag_sections"]
+
+
+class _Contract(BaseModel):
+    """A JSON reply (native structured outputs), read by the same parsers as the tagged one."""
+
+    model_config = ConfigDict(extra="forbid")
+    ALIASES: ClassVar[dict[str, str]] = {"reasoning": "thoughts", "thought": "thoughts"}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: object) -> object:
+        if isinstance(data, dict):
+            return contract_keys(data, fields=cls.model_fields, aliases=cls.ALIASES)
+        return data
+
+
+class AnswerReply(_Contract):
+    """A judge's answer as JSON: the reasoning, then one integer (a candidate, or a 1-5 score)."""
+
+    thoughts: str = ""
+    answer: int
+
+
+class FactsReply(_Contract):
+    """The narrator's facts as JSON: the reasoning, then one change per item."""
+
+    ALIASES: ClassVar[dict[str, str]] = {**_Contract.ALIASES, "changes": "facts"}
+    thoughts: str = ""
+    facts: list[str]
+
+
+class KeyPointsReply(_Contract):
+    """WebJudge's key points as JSON."""
+
+    thoughts: str = ""
+    key_points: list[str]
+
+
+def _json_reply(text: str, contract: type[_Contract]) -> _Contract | None:
+    """The reply as `contract` when it is one JSON object and nothing else (the structured
+    form); None when it is not JSON; `ReplyProblem` when it is JSON the contract refuses."""
+    bare = strip_reasoning(text).strip()
+    bare = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", bare)
+    if not bare.startswith("{"):
+        return None
+    chunks = json_chunks(bare)
+    if len(chunks) != 1 or chunks[0].start != 0 or len(chunks[0].text) != len(bare):
+        return None
+    if not chunks[0].closed:
+        raise ReplyProblem("the JSON reply is cut off before its end")
+    if chunks[0].problem is not None:
+        raise ReplyProblem(f"the JSON reply {chunks[0].problem}")
+    try:
+        return contract.model_validate(chunks[0].value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        raise ReplyProblem(f"{where}: {message}" if where else message) from None
 
 _BULLET = re.compile(r"^\s*(?:[-*•‣▪]|\d{1,3}[.)]|\(\d{1,3}\))\s+")
 _INT = re.compile(r"(?<![\d.\w])-?\d+(?![\d.]*\d)(?!\w)")
@@ -122,7 +185,12 @@ def _lines(body: str) -> list[str]:
 
 
 def read_items(text: str, tag: str, *, limit: int = 50) -> list[str]:
-    """The list in the reply's one ``<tag>`` section: bullets, numbers or a JSON array."""
+    """The list in the reply's one ``<tag>`` section: bullets, numbers or a JSON array; or,
+    for ``key_points``, a reply that is one `KeyPointsReply` object."""
+    if tag == "key_points" and not sections(strip_reasoning(text), tag):
+        reply = _json_reply(text, KeyPointsReply)
+        if isinstance(reply, KeyPointsReply):
+            return [p.strip() for p in reply.key_points if p.strip()][:limit]
     body = read_section(text, tag)
     found = _json_list(body, tag)
     return (found if found is not None else _lines(body))[:limit]
@@ -137,6 +205,9 @@ def read_facts(text: str, *, limit: int = 50) -> list[str]:
     for tag in ("facts", "answer"):
         if sections(bare, tag):
             return read_items(text, tag, limit=limit)
+    reply = _json_reply(text, FactsReply)
+    if isinstance(reply, FactsReply):
+        return [f.strip() for f in reply.facts if f.strip()][:limit]
     stripped = bare.strip()
     found = _json_list(stripped, "facts") if stripped[:1] in "[{" or stripped.startswith("```") else None
     if found is None:
@@ -164,6 +235,16 @@ def parse_choice(text: str, low: int, high: int, *, tag: str = "answer") -> Choi
     have had more digits)."""
     reasoning = tag_section(text, "thoughts") or text.split(f"<{tag}>")[0].strip()
     found = [s for s in sections(strip_reasoning(text), tag) if not _PLACEHOLDER.match(s.body)]
+    if not found and tag == "answer":
+        try:
+            reply = _json_reply(text, AnswerReply)
+        except ReplyProblem as exc:
+            return Choice(None, str(exc), reasoning)
+        if isinstance(reply, AnswerReply):
+            if not low <= reply.answer <= high:
+                return Choice(None, f"{reply.answer} is out of range: answer an integer from {low} to {high}",
+                              reasoning)
+            return Choice(reply.answer, None, reply.thoughts or reasoning)
     if not found:
         return Choice(None, f"the reply has no <{tag}>...</{tag}> section", reasoning)
     numbers: list[int] = []

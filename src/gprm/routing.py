@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
 from core.replies import JsonChunk, json_chunks, key_name, strip_reasoning
 from gprm.elements import shrink_png
@@ -27,7 +29,8 @@ from gprm.records import RoutingRecord, ToolUse
 from gprm.replies import ReplyError
 from gprm.tools import PARSER_TOOL, POINT_TOOL, TOOL_SPECS, Perception
 
-__all__ = ["TERMINATE", "Router", "RoutingReply", "RoutingReplyError", "RoutingResult", "canonical_tool", "check_request", "parse_routing"]
+__all__ = ["TERMINATE", "Router", "RoutingReply", "RoutingReplyError", "RoutingRequest", "RoutingResult", "ToolArguments",
+           "ToolCall", "canonical_tool", "check_request", "parse_routing"]
 
 TERMINATE = "terminate"
 MODULE = "prm"
@@ -152,6 +155,59 @@ def _from_object(obj: dict[str, Any]) -> RoutingReply | None:
     return RoutingReply(thought, [one]) if one is not None else None
 
 
+def _tool_arguments(args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments read: the target (its other names already mapped) and terminate's answer
+    (the paper's ``ans``)."""
+    out = {k: args[k] for k in ("target", "answer") if k in args}
+    if "answer" not in out and "ans" in args:
+        out["answer"] = args["ans"]
+    return {k: (v if v is None or isinstance(v, str) else str(v)) for k, v in out.items()}
+
+
+class ToolArguments(BaseModel):
+    """What a tool is asked: the Point tool's target in words, or terminate's answer. Other
+    argument keys (the paper's ``"image": "img_1"``) cannot change what runs and are dropped."""
+
+    model_config = ConfigDict(extra="ignore")
+    target: str | None = None
+    answer: str | None = None
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    """The tool's canonical name (`canonical_tool`)."""
+    arguments: ToolArguments = Field(default_factory=ToolArguments)
+
+
+class RoutingRequest(BaseModel):
+    """The router's JSON contract: a thought, then the tools to run in order. The names and
+    shapes models use for the same request (the paper's ``omni_parser`` and ``Point`` with
+    ``param``, OpenAI's ``tool_calls``, a single call object) are read into it, as listed in
+    `TOOL_NAMES`, `TARGET_KEYS` and the key lists above; any other key beside the tools is
+    refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    thought: str = ""
+    actions: list[ToolCall]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        found = _from_object(data)
+        if found is None:
+            raise ValueError(f"the JSON object names no tool; answer with {_FORMAT}")
+        return {"thought": found.thought or "", "actions": [{"name": name, "arguments": _tool_arguments(args)}
+                                                            for name, args in found.actions]}
+
+    def request(self) -> RoutingReply:
+        """The (tool, arguments) pairs to run, in order."""
+        return RoutingReply(self.thought or None,
+                            [(c.name, c.arguments.model_dump(exclude_none=True)) for c in self.actions])
+
+
 _FORMAT = '{"thought": "...", "actions": [{"name": "<tool>", "arguments": {...}}]}'
 
 
@@ -180,10 +236,15 @@ def parse_routing(text: str) -> RoutingReply:
         if not only.closed or only.problem is not None:
             why = "is cut off before its end" if not only.closed else only.problem
             raise RoutingReplyError("unparseable", f"the JSON request {why}; answer again with the whole object")
-        found = _from_object(only.value)
-        if found is None:
-            raise RoutingReplyError("unparseable", f"the JSON object names no tool; answer with {_FORMAT}")
-        return found
+        try:
+            return RoutingRequest.model_validate(only.value).request()
+        except RoutingReplyError:
+            raise
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            message = first["msg"].removeprefix("Value error, ")
+            raise RoutingReplyError("unparseable", f"{where}: {message}" if where else message) from None
     calls = [m for m in _CALL.finditer(text) if canonical_tool(m[1]) in (PARSER_TOOL, POINT_TOOL, TERMINATE)]
     lines = [line for line in text.strip().splitlines() if line.strip() and line.strip("` ") not in ("", "python")]
     m = _CALL_LINE.match(lines[-1]) if len(calls) == 1 and lines else None
