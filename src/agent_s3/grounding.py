@@ -174,7 +174,7 @@ class Grounder:
                 f"The element {description!r} could not be located ({e}); "
                 "describe it differently or choose another action."
             ) from None
-        return scale(x, y, space, screen), call
+        return scale(x, y, space, screen, pixels=seen.mode in ("pixels", "custom")), call
 
     async def ground(self, action: Action, png: bytes, screen: tuple[int, int]) -> Grounding:
         """Everything `action` needs located; nothing for actions without targets."""

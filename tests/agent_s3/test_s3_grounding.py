@@ -192,7 +192,7 @@ async def test_the_screenshot_goes_at_the_size_the_model_sees_and_the_prompt_say
     result = await g.ground(Click(element_description="the centre"), make_png((1920, 1080)), (1920, 1080))
     assert _sent(script) == (1429, 804)
     assert "The screenshot is 1429x804 pixels" in script.requests[0].messages[-1].text()
-    assert result.points["target"] == Point(959, 540)
+    assert result.points["target"] == Point(960, 540)
 
 
 @pytest.mark.parametrize(("vision", "reply", "expected", "asked"), [
