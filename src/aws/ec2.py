@@ -76,7 +76,8 @@ def aws_session(region: str, env_file: str | None = None) -> Any:
 def ec2_client(region: str, endpoint_url: str | None = None, *, session: Any = None, max_attempts: int = 5) -> Any:
     """A boto3 EC2 client (of `session`, else of a session of its own)."""
     session = session or aws_session(region)
-    config = Config(retries={"max_attempts": max_attempts, "mode": "standard"}, connect_timeout=10, read_timeout=60)
+    config = Config(retries={"total_max_attempts": max_attempts, "mode": "standard"}, connect_timeout=10,
+                    read_timeout=60)
     return session.client("ec2", endpoint_url=endpoint_url, config=config)
 
 
