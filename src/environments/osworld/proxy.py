@@ -35,7 +35,7 @@ from environments.tasks.door import Endpoint, reach
 from environments.tasks.official import setup_controller_class
 from environments.tasks.steps import in_daemon_thread
 
-__all__ = ["ProxyPlan", "plan_proxy", "redacted", "start_proxy", "wants_proxy"]
+__all__ = ["ProxyPlan", "env_plan", "next_proxy", "plan_proxy", "redacted", "start_proxy", "wants_proxy"]
 
 ProxyMode = Literal["auto", "on", "off"]
 _LOGGERS = ("desktopenv.setup", "desktopenv.providers.aws.ProxyPool")
@@ -97,6 +97,34 @@ def plan_proxy(mode: ProxyMode, file: str | None) -> ProxyPlan:
     pool = _read_pool(path)
     secrets = tuple(str(p[k]) for p in pool for k in ("username", "password") if p.get(k))
     return ProxyPlan(True, path.resolve(), len(pool), secrets)
+
+
+def env_plan() -> ProxyPlan:
+    """The plan OSWorld's own setup controller would follow here: ``PROXY_CONFIG_FILE``, else
+    desktop-env's default path, used when it exists (for desktops without a fleet's settings)."""
+    import os
+
+    from aws import UpstreamMissing, upstream
+
+    try:
+        default = upstream().proxy_config_file
+    except UpstreamMissing:
+        default = "evaluation_examples/settings/proxy/dataimpulse.json"
+    return plan_proxy("auto", os.environ.get("PROXY_CONFIG_FILE") or default)
+
+
+def next_proxy(plan: ProxyPlan) -> Any:
+    """The next proxy of OSWorld's pool (its ``ProxyInfo``: host, port, username, password),
+    chosen by OSWorld's own round robin; ValueError when none is available."""
+    if not plan.enabled or plan.file is None:
+        raise ValueError("next_proxy needs an enabled plan")
+    _load_pool(plan.file)
+    from desktop_env.providers.aws.proxy_pool import get_global_proxy_pool
+
+    proxy = get_global_proxy_pool().get_next_proxy()
+    if proxy is None:
+        raise ValueError(f"OSWorld's proxy pool ({plan.file}) has no proxy available now")
+    return proxy
 
 
 @functools.cache
