@@ -1,11 +1,12 @@
 """Capacity shortages fall back to the instance types and zones the configuration names, never
-silently; an OSWorld ``.env`` configures the fleet and its credentials as desktop-env reads it,
-without reaching the process environment.
+silently; a launch refused for want of ec2:CreateTags says what to grant or set; an OSWorld
+``.env`` configures the fleet and its credentials as desktop-env reads it, without reaching the
+process environment.
 
-moto never runs out of capacity, so EC2's answer is put on the wire where moto's would be: a
-hook of the real boto3 client answers chosen RunInstances calls with EC2's error document
-(``InsufficientInstanceCapacity``, a server error, which botocore's standard mode retries
-before it raises); every other call, and every retry that is not short, reaches moto."""
+moto never runs out of capacity nor checks IAM, so EC2's answer is put on the wire where moto's
+would be: a hook of the real boto3 client answers chosen RunInstances calls with EC2's error
+document (``InsufficientInstanceCapacity``, a server error, which botocore's standard mode
+retries before it raises; ``UnauthorizedOperation``, a 403); every other call reaches moto."""
 
 from __future__ import annotations
 
@@ -132,3 +133,35 @@ async def test_an_osworld_env_file_configures_the_fleet_and_its_credentials(
     assert credentials(environ={"AWS_PROFILE": "work"}) == {}
     with pytest.raises(FileNotFoundError, match=r"env_file /nowhere/\.env does not exist"):
         FleetConfig(env_file="/nowhere/.env").resolved()
+
+
+async def test_without_ec2_create_tags_the_launch_says_what_to_grant_or_set(
+    fleet_config: FleetConfig, run_id: str, desktop_server: DesktopServer, resolver: LoopbackResolver,
+    moto: Moto, ec2: Any,
+) -> None:  # fmt: skip
+    """An IAM policy enough for desktop-env (which never tags) may lack ec2:CreateTags: EC2 then
+    refuses a tagged launch with UnauthorizedOperation (an HTTP 403)."""
+    client = _client(moto)
+    refused = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>UnauthorizedOperation"
+               b"</Code><Message>You are not authorized to perform: ec2:CreateTags on resource: "
+               b"arn:aws:ec2:us-east-1:123456789012:instance/*</Message></Error></Errors><RequestID>r</RequestID>"
+               b"</Response>")
+
+    def before_send(request: Any, **_: Any) -> AWSResponse | None:
+        if b"TagSpecification" not in (request.body if isinstance(request.body, bytes) else str(request.body).encode()):
+            return None
+        return AWSResponse(request.url, 403, HTTPHeaders({"Content-Type": "text/xml"}), _Body(refused))
+
+    client.meta.events.register("before-send.ec2.RunInstances", before_send)
+    probe = HttpProbe(desktop_server.token)
+    async with Fleet(fleet_config, run_id=run_id, probe=probe, resolve=resolver, client=client) as fleet:
+        with pytest.raises(FleetError, match=r"may launch instances but not tag them \(ec2:CreateTags\): grant it, or "
+                                             r"set environment\.fleet\.tag_instances=false"):
+            await fleet.launch("aws-1")
+    untagged = fleet_config.model_copy(update={"tag_instances": False})
+    async with Fleet(untagged, run_id=run_id, probe=probe, resolve=resolver, client=client) as fleet:
+        machine = await fleet.launch("aws-1")  # as desktop-env launches: no tags
+        item = ec2.describe_instances(InstanceIds=[machine.instance_id])["Reservations"][0]["Instances"][0]
+        assert not item.get("Tags")
+    state = ec2.describe_instances(InstanceIds=[machine.instance_id])["Reservations"][0]["Instances"][0]["State"]
+    assert state["Name"] in ("shutting-down", "terminated")  # closing still ends what it launched
