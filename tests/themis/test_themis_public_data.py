@@ -137,7 +137,8 @@ def test_critic_bench_scores_agentrewardbench_by_benchmark_and_agent(tmp_path: P
     code, out, err = _invoke("critic-bench", str(labels), "--predictions", str(preds), "--by", "benchmark,agent",
                              "--only", "split=test", "--undefined", "skip", "--json", str(tmp_path / "r.json"))
     assert code == 0, err
-    assert "6 labelled trajectories read as agentrewardbench (left out: 1 unsure label, 1 secondary annotation)" in out
+    assert ("7 labelled trajectories read as agentrewardbench (left out: 1 unsure label, 1 secondary annotation); "
+            "--only split=test keeps 6") in out
     result = json.loads((tmp_path / "r.json").read_text())["judge"]
     # The dev-split label was filtered out by --only, so its prediction matches no label either.
     assert result["by"] == ["benchmark", "agent"] and "macro" in result and result["unmatched"] == [

@@ -240,6 +240,7 @@ async def run_steps(
         await in_daemon_thread(functools.partial(_probe, controller), what=f"task {ctx.task_id}: {phase}")
     except TaskRunError as exc:
         raise TaskRunError(f"task {ctx.task_id}: {phase} failed: {exc}") from None
+    controller.use_proxy = ctx.use_proxy  # as `setup(config, use_proxy)` sets it (the probe reset it)
     for index, step in enumerate(steps):
         where = f"task {ctx.task_id}: {phase} step {index} ({step.type})"
         try:
