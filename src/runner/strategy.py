@@ -10,22 +10,33 @@ task, run one rollout, score it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from core.atomic import is_disk_full
 from core.llm import Ledger
 from core.protocols import EnvError, Environment, EnvironmentLost
-from core.trajectory import RolloutInfo, RolloutStatus, RunLayout, Task, TaskDir, TaskResult
+from core.trajectory import (
+    TASK_ERRORS,
+    WORLD_FAILURES,
+    RolloutError,
+    RolloutInfo,
+    RolloutStatus,
+    RunLayout,
+    Task,
+    TaskDir,
+    TaskResult,
+)
 
 from .config import RunConfig
 from .environments import EnvironmentPool
 from .guided import guide_models, guided_config, make_chooser, tree_source
 from .models import ModelSet, make_worker, settled_config, spent_by
-from .outcomes import RolloutResult
+from .outcomes import RolloutResult, task_failure
 from .recording import recorded
 from .rollout import Rollout, StepHook
 
@@ -37,6 +48,7 @@ __all__ = [
     "TaskRun",
     "run_rollout",
     "run_tasks",
+    "task_errors",
 ]
 
 _log = logging.getLogger(__name__)
@@ -66,7 +78,7 @@ class RolloutOutcome:
     index: int
     result: RolloutResult
     score: float | None
-    #: Why the evaluator gave no score although the task has one, if so.
+    #: Why there is no score although the task has a scorer: its setup or scorer failed.
     score_error: str | None = None
 
 
@@ -78,7 +90,12 @@ class Strategy(Protocol):
 
 async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | None = None,
                       models: ModelSet | None = None) -> RolloutOutcome:
-    """Prepare the task in `env`, run rollout `k` there, and score it."""
+    """Prepare the task in `env`, run rollout `k` there, and score it.
+
+    A setup that fails ends the rollout ``setup_failed`` before the agent starts; a scorer
+    that fails turns its agent outcome into ``scoring_failed`` (the reason keeps how the agent
+    ended). Either is one line naming the task, the step and the cause, never a score and
+    never a traceback on the terminal (an unexpected error's traceback goes to the log)."""
     task, layout = run.task, run.layout
     tags = {"run": layout.run_id, "task": task.id, "rollout": k}
     tagged = (models or run.models).tagged(**tags)
@@ -88,12 +105,15 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
                        seed=seed, environment=env.name, started_at=time.time())
     try:
         await env.prepare_task(task, cache)
-    except EnvError as e:
-        status: RolloutStatus = "environment_lost" if isinstance(e, EnvironmentLost) else "errored"
+    except Exception as e:
+        if is_disk_full(e):
+            raise
+        status: RolloutStatus = "environment_lost" if isinstance(e, EnvironmentLost) else "setup_failed"
+        reason = task_failure(task.id, "setup", e)
+        _log.info("%s", reason, exc_info=not isinstance(e, EnvError))  # the run's log keeps a bug's traceback
         await asyncio.to_thread(rd.start, info)
-        await asyncio.to_thread(rd.finish, status, f"task setup failed: {e}")
-        result = RolloutResult(status, f"task setup failed: {e}", 0, None, 0.0, 0.0)
-        return RolloutOutcome(k, result, None, None)
+        await asyncio.to_thread(rd.finish, status, reason)
+        return RolloutOutcome(k, RolloutResult(status, reason, 0, None, 0.0, 0.0), None, reason)
     info = info.model_copy(update={"network": (await env.worker_facts()).network})  # recorded in rollout.json
     guide_model, pointer = guide_models(run.models, tagged, tags)
     cfg = await settled_config(guided_config(run.config), env)  # the environment's own facts
@@ -112,18 +132,38 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
     )
     async with recorded(env, rd.path, enabled=run.config.rollout.record):
         result = await rollout.run()
-        if result.status in ("environment_lost", "errored"):
+        if result.status in WORLD_FAILURES:
             return RolloutOutcome(k, result, None, None)
         try:
             score = await env.score_task(task, cache, last_action=result.last_action)
-        except EnvError as e:
-            _log.warning("evaluating %s rollout %d failed: %s", task.id, k, e)
-            return RolloutOutcome(k, result, None, str(e))
+        except Exception as e:
+            if is_disk_full(e):
+                raise
+            return await _scoring_failed(run, k, result, e)
     if score is not None:
         header = await asyncio.to_thread(rd.read_info)
         if header is not None:
             await asyncio.to_thread(rd.write_info, header.model_copy(update={"score": score}))
     return RolloutOutcome(k, result, score)
+
+
+async def _scoring_failed(run: TaskRun, k: int, result: RolloutResult, exc: Exception) -> RolloutOutcome:
+    """The rollout's header and result when its scorer failed: ``scoring_failed`` (or
+    ``environment_lost`` when the environment died meanwhile), with how the agent ended."""
+    status: RolloutStatus = "environment_lost" if isinstance(exc, EnvironmentLost) else "scoring_failed"
+    reason = f"{task_failure(run.task.id, 'scoring', exc)} (the agent had ended {result.status}: {result.reason})"
+    _log.info("%s", reason, exc_info=not isinstance(exc, EnvError))
+    rd = run.layout.rollout(run.task.id, k)
+    header = await asyncio.to_thread(rd.read_info)
+    if header is not None:
+        await asyncio.to_thread(rd.write_info, header.model_copy(update={"status": status, "reason": reason}))
+    return RolloutOutcome(k, dataclasses.replace(result, status=status, reason=reason), None, reason)
+
+
+def task_errors(outcomes: Iterable[RolloutOutcome]) -> dict[int, RolloutError]:
+    """The outcomes whose task setup or scorer failed, for `TaskResult.errors`."""
+    return {o.index: RolloutError(outcome=o.result.status, reason=o.result.reason)  # type: ignore[arg-type]
+            for o in outcomes if o.result.status in TASK_ERRORS}
 
 
 class SingleRollout:
@@ -142,7 +182,7 @@ class SingleRollout:
         finally:
             run.pool.release(env)
         self.outcomes[run.task.id] = outcome
-        result = TaskResult.from_scores(run.task.id, {0: outcome.score}, selected=0)
+        result = TaskResult.from_scores(run.task.id, {0: outcome.score}, selected=0, errors=task_errors([outcome]))
         await asyncio.to_thread(run.task_dir.write_result, result)
         return result
 

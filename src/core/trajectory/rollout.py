@@ -11,6 +11,7 @@ from .step import Step
 
 __all__ = [
     "AGENT_OUTCOMES",
+    "TASK_ERRORS",
     "TERMINAL_STATUSES",
     "WORLD_FAILURES",
     "RolloutInfo",
@@ -27,13 +28,20 @@ RolloutStatus = Literal[
     "environment_lost",
     "format_error",
     "errored",
+    "setup_failed",
+    "scoring_failed",
 ]
 
 #: Every status but ``running``: the rollout will not change any more.
 TERMINAL_STATUSES: frozenset[str] = frozenset(get_args(RolloutStatus)) - {"running"}
-#: Ended by the world (dead VM, persistent API errors), not by the agent; a resumed run
-#: may redo these.
-WORLD_FAILURES: frozenset[str] = frozenset({"environment_lost", "errored"})
+#: The task itself could not be run or scored here: its setup steps failed (the agent never
+#: started) or its scorer failed on the final state. Such a rollout has no score and its task
+#: counts as errored, never as 0: these outcomes are errors of the task or the environment,
+#: not of the agent.
+TASK_ERRORS: frozenset[str] = frozenset({"setup_failed", "scoring_failed"})
+#: Ended by the world (dead VM, persistent API errors, a failed setup or scorer), not by the
+#: agent; a resumed run may redo these.
+WORLD_FAILURES: frozenset[str] = frozenset({"environment_lost", "errored"}) | TASK_ERRORS
 #: Ended by the agent or its budget: a real result to judge and score.
 AGENT_OUTCOMES: frozenset[str] = TERMINAL_STATUSES - WORLD_FAILURES
 
@@ -63,7 +71,9 @@ class RolloutInfo(Record):
     """``done``: the agent declared success; ``failed``: it declared the task infeasible;
     ``step_limit`` / ``cost_limit``: a budget ran out; ``environment_lost``: the
     environment died; ``format_error``: the model's replies kept failing to parse;
-    ``errored``: any other error that persisted after retries."""
+    ``errored``: any other error that persisted after retries; ``setup_failed``: the task's
+    setup steps failed, so the agent never started; ``scoring_failed``: the agent ended but
+    the task's scorer failed on the final state (the reason says how the agent ended)."""
     reason: str | None = None
     """One line on why the rollout ended, secrets removed."""
     attempts: int = Field(default=1, ge=1)
