@@ -49,7 +49,6 @@ _ENDINGS = {
     "environment_lost": "the environment was lost.",
     "errored": "the rollout stopped on an error.",
     "setup_failed": "the task could not be set up, so the agent never started.",
-    "scoring_failed": "the task's scorer failed on the final state.",
 }
 
 

@@ -267,9 +267,10 @@ def _report(console: Console, cfg: RunConfig, task: Task, outcome: RolloutOutcom
                   f"in {result.seconds:.1f} s: {escape(result.reason)}")
     if outcome.score is not None:
         console.print(f"[bold]score[/bold] {outcome.score:g} (the task's evaluator)")
-    elif outcome.score_error:
-        console.print(f"[bold]score[/bold] [red]none[/red]: {escape(result.status)}, an error of the task or the "
-                      "environment, not a score")
+    elif outcome.error is not None:
+        why = f": {escape(outcome.error.reason)}" if outcome.error.outcome == "scoring_failed" else ""
+        console.print(f"[bold]score[/bold] [red]none: {outcome.error.outcome}[/red], an error of the task or the "
+                      f"environment, not a score{why}")
     else:
         console.print("[bold]score[/bold] none (the task has no evaluator, or the rollout did not finish)")
     total = ledger.total()

@@ -26,7 +26,6 @@ from bjudge.representations import narrate_rollout
 from core.atomic import write_json_atomic
 from core.trajectory import (
     AGENT_OUTCOMES,
-    TASK_ERRORS,
     RolloutDir,
     RolloutInfo,
     RunFolderError,
@@ -147,7 +146,7 @@ def _kept(info: RolloutInfo | None, task: Task) -> bool:
         return False
     if info.status in AGENT_OUTCOMES and task.evaluator and info.score is None:
         return False  # killed between the rollout's end and its evaluation
-    return info.status not in TASK_ERRORS  # no score yet: its setup or scorer failed, so try again
+    return info.status != "setup_failed"  # not set up yet: try again (a failed scorer is redone above)
 
 
 def _whole_header(rd: RolloutDir) -> RolloutInfo | None:
@@ -177,7 +176,8 @@ def outcome_from_header(k: int, info: RolloutInfo) -> RolloutOutcome:
     """A finished rollout's outcome as its header recorded it."""
     seconds = (info.ended_at - info.started_at) if info.ended_at is not None else 0.0
     result = RolloutResult(info.status, info.reason or "", info.step_count, None, seconds, 0.0)
-    return RolloutOutcome(k, result, info.score)
+    why = info.reason if info.status == "setup_failed" else info.score_error
+    return RolloutOutcome(k, result, info.score, why)
 
 
 def single_result(layout: RunLayout, task: Task) -> TaskResult | None:

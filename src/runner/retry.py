@@ -190,7 +190,7 @@ class RetryUntilSuccess:
     async def _judge(self, run: TaskRun, settings: CriticConfig, model: ChatModel,
                      outcome: RolloutOutcome) -> Attempt:
         status = outcome.result.status
-        if status in WORLD_FAILURES:
+        if status in WORLD_FAILURES:  # a failed scorer is no world failure: the critic never reads it
             return Attempt(outcome.index, outcome, None, f"the rollout ended as {status}: {outcome.result.reason}")
         tags = {"run": run.layout.run_id, "task": run.task.id, "rollout": outcome.index}
         critic = make_critic(settings.name, model.with_tags(**tags), **settings.options)

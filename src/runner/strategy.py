@@ -21,7 +21,6 @@ from core.atomic import is_disk_full
 from core.llm import Ledger
 from core.protocols import EnvError, Environment, EnvironmentLost
 from core.trajectory import (
-    TASK_ERRORS,
     WORLD_FAILURES,
     RolloutError,
     RolloutInfo,
@@ -81,6 +80,20 @@ class RolloutOutcome:
     #: Why there is no score although the task has a scorer: its setup or scorer failed.
     score_error: str | None = None
 
+    @property
+    def error(self) -> RolloutError | None:
+        """``setup_failed`` / ``scoring_failed`` with its one line, or None."""
+        if self.result.status == "setup_failed":
+            return RolloutError(outcome="setup_failed", reason=self.result.reason)
+        if self.score_error is not None:
+            return RolloutError(outcome="scoring_failed", reason=self.score_error)
+        return None
+
+    @property
+    def shown_status(self) -> str:
+        """The status to show: the agent's, or ``scoring_failed`` when its scorer failed."""
+        return "scoring_failed" if self.error is not None and self.error.outcome == "scoring_failed" else self.result.status
+
 
 class Strategy(Protocol):
     name: str
@@ -93,8 +106,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
     """Prepare the task in `env`, run rollout `k` there, and score it.
 
     A setup that fails ends the rollout ``setup_failed`` before the agent starts; a scorer
-    that fails turns its agent outcome into ``scoring_failed`` (the reason keeps how the agent
-    ended). Either is one line naming the task, the step and the cause, never a score and
+    that fails leaves the agent's outcome and records ``score_error`` (``scoring_failed``). Either is one line naming the task, the step and the cause, never a score and
     never a traceback on the terminal (an unexpected error's traceback goes to the log)."""
     task, layout = run.task, run.layout
     tags = {"run": layout.run_id, "task": task.id, "rollout": k}
@@ -113,7 +125,8 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
         _log.info("%s", reason, exc_info=not isinstance(e, EnvError))  # the run's log keeps a bug's traceback
         await asyncio.to_thread(rd.start, info)
         await asyncio.to_thread(rd.finish, status, reason)
-        return RolloutOutcome(k, RolloutResult(status, reason, 0, None, 0.0, 0.0), None, reason)
+        return RolloutOutcome(k, RolloutResult(status, reason, 0, None, 0.0, 0.0), None,
+                              reason if status == "setup_failed" else None)
     info = info.model_copy(update={"network": (await env.worker_facts()).network})  # recorded in rollout.json
     guide_model, pointer = guide_models(run.models, tagged, tags)
     cfg = await settled_config(guided_config(run.config), env)  # the environment's own facts
@@ -148,22 +161,28 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
 
 
 async def _scoring_failed(run: TaskRun, k: int, result: RolloutResult, exc: Exception) -> RolloutOutcome:
-    """The rollout's header and result when its scorer failed: ``scoring_failed`` (or
-    ``environment_lost`` when the environment died meanwhile), with how the agent ended."""
-    status: RolloutStatus = "environment_lost" if isinstance(exc, EnvironmentLost) else "scoring_failed"
-    reason = f"{task_failure(run.task.id, 'scoring', exc)} (the agent had ended {result.status}: {result.reason})"
+    """The rollout when its scorer failed: the agent's outcome is kept and the header's
+    `score_error` says why there is no score (``scoring_failed``), so a judge or critic sees the
+    rollout as it ended; an environment that died meanwhile makes it ``environment_lost``."""
+    reason = task_failure(run.task.id, "scoring", exc)
     _log.info("%s", reason, exc_info=not isinstance(exc, EnvError))
     rd = run.layout.rollout(run.task.id, k)
     header = await asyncio.to_thread(rd.read_info)
+    if isinstance(exc, EnvironmentLost):
+        lost = f"environment lost while scoring: {reason}"
+        if header is not None:
+            await asyncio.to_thread(rd.write_info, header.model_copy(update={"status": "environment_lost",
+                                                                              "reason": lost}))
+        return RolloutOutcome(k, dataclasses.replace(result, status="environment_lost", reason=lost), None)
     if header is not None:
-        await asyncio.to_thread(rd.write_info, header.model_copy(update={"status": status, "reason": reason}))
-    return RolloutOutcome(k, dataclasses.replace(result, status=status, reason=reason), None, reason)
+        await asyncio.to_thread(rd.write_info, header.model_copy(update={"score_error": reason}))
+    return RolloutOutcome(k, result, None, reason)
 
 
 def task_errors(outcomes: Iterable[RolloutOutcome]) -> dict[int, RolloutError]:
     """The outcomes whose task setup or scorer failed, for `TaskResult.errors`."""
-    return {o.index: RolloutError(outcome=o.result.status, reason=o.result.reason)  # type: ignore[arg-type]
-            for o in outcomes if o.result.status in TASK_ERRORS}
+    found = {o.index: o.error for o in outcomes}
+    return {k: e for k, e in found.items() if e is not None}
 
 
 class SingleRollout:

@@ -25,7 +25,7 @@ import numpy as np
 from bjudge import Candidate, JudgeConfig, NarrativeBuilder, NarrativeConfig, make_judge
 from bjudge.representations import narrate_rollout
 from core.llm import ChatModel
-from core.trajectory import AGENT_OUTCOMES, TASK_ERRORS, RunLayout
+from core.trajectory import AGENT_OUTCOMES, RunLayout, rollout_error
 
 from .wide import fact_cache
 
@@ -112,7 +112,7 @@ class PoolRollout:
 def errored_rollouts(layouts: Sequence[RunLayout]) -> int:
     """Rollouts of the runs whose task setup or scorer failed: left out of every pool (an
     error, never a score), counted so the sweep can say so."""
-    return sum(info is not None and info.status in TASK_ERRORS
+    return sum(rollout_error(info) is not None
                for layout in layouts for headers in layout.headers().values() for info in headers.values())
 
 
@@ -128,7 +128,7 @@ def load_pools(layouts: Sequence[RunLayout]) -> tuple[dict[str, dict[str, list[P
                 continue
             instructions.setdefault(task_id, task.instruction)
             for k, info in sorted(headers.items()):
-                if info is None or info.status not in AGENT_OUTCOMES:
+                if info is None or info.status not in AGENT_OUTCOMES or info.score_error is not None:
                     continue
                 pools[task_id][info.model].append(PoolRollout(i, task_id, k, info.model, info.score or 0.0))
     return {t: dict(m) for t, m in pools.items()}, instructions

@@ -58,11 +58,6 @@ FACT_CACHE_DIR = ".facts"
 _JUDGES = {"bjudge": "mcq", "mcq": "mcq", "pairwise": "pairwise", "independent": "independent",
            "webjudge": "webjudge"}
 
-#: Outcomes run again on a fresh environment: the world's failures, but not a failed scorer
-#: (running the agent again to score it again would pay for a whole rollout; a resumed run
-#: redoes it).
-_RETRIED = WORLD_FAILURES - {"scoring_failed"}
-
 #: Called as a rollout changes state: (task id, rollout, status, model, attempt).
 Watch = Callable[[str, int, str, str, int], None]
 
@@ -260,9 +255,9 @@ class WideScaling:
             outcome = await self._attempt(run, slot, models, attempt)
             if attempt > 1:
                 await asyncio.to_thread(self._record_attempts, run, k, attempt)
-            self._tell(run.task.id, k, outcome.result.status, slot.entry.model, attempt)
-            if outcome.result.status not in _RETRIED:
-                break
+            self._tell(run.task.id, k, outcome.shown_status, slot.entry.model, attempt)
+            if outcome.result.status not in WORLD_FAILURES:  # a failed scorer is not run again: that would
+                break  # pay for the whole rollout again (a resumed run redoes it)
         assert outcome is not None
         return outcome
 

@@ -107,6 +107,8 @@ def summarize(console: Console, cfg: RunConfig, task: Task, strategy: WideScalin
     selection = strategy.selections.get(task.id)
     for o in outcomes:
         score = "—" if o.score is None else f"{o.score:g}"
+        if o.error is not None:
+            score = f"[red]none ({o.error.outcome})[/red]"
         console.print(f"[bold]rollout {o.index}[/bold] {o.result.status} after {o.result.steps} steps "
                       f"in {o.result.seconds:.1f} s, score {score}: {escape(o.result.reason)}")
     if selection is None:

@@ -14,7 +14,7 @@ import pytest
 from osworld_reader import get_result
 from rich.console import Console
 
-from core.trajectory import RolloutError, RolloutInfo, RunLayout, Task, TaskResult
+from core.trajectory import RolloutInfo, RunLayout, Task, TaskResult, rollout_errors
 from runner.metrics import compute_metrics, format_metrics, write_metrics
 from runner.osworld_export import LEFT_OUT_FILE, export_osworld
 from runner.report import write_report
@@ -41,15 +41,16 @@ def layout(tmp_path: Path) -> RunLayout:
         task_dir = layout.task(task_id)
         task_dir.write_task(Task(id=task_id, instruction=f"do {task_id}"))
         for k, (status, score) in rollouts.items():
-            reason = (SETUP if status == "setup_failed" else SCORING if status == "scoring_failed" else "ok").format(t=task_id)
             rd = task_dir.rollout(k)
             rd.start(RolloutInfo(run_id="errs", task_id=task_id, rollout=k, model=f"openai/m{k}", started_at=1.0))
-            rd.finish(status, reason)  # type: ignore[arg-type]
-            rd.write_info(rd.read_info().model_copy(update={"score": score}))  # type: ignore[union-attr]
-        errors = {k: RolloutError(outcome=s, reason=(SETUP if s == "setup_failed" else SCORING).format(t=task_id))
-                  for k, (s, _) in rollouts.items() if s in ("setup_failed", "scoring_failed")}  # type: ignore[arg-type]
+            if status == "setup_failed":
+                rd.finish("setup_failed", SETUP.format(t=task_id))
+            else:  # the agent's own ending is kept; a failed scorer leaves score_error
+                rd.finish("done", "the agent declared the task complete")
+                failed = SCORING.format(t=task_id) if status == "scoring_failed" else None
+                rd.write_info(rd.read_info().model_copy(update={"score": score, "score_error": failed}))  # type: ignore[union-attr]
         task_dir.write_result(TaskResult.from_scores(task_id, {k: sc for k, (_, sc) in rollouts.items()},
-                                                     selected=selected, errors=errors))
+                                                     selected=selected, errors=rollout_errors(task_dir.headers())))
     return layout
 
 

@@ -117,13 +117,15 @@ def test_a_bug_in_setup_is_one_line_and_its_traceback_goes_to_the_log(tmp_path: 
 def test_a_crashing_scorer_is_scoring_failed_and_keeps_how_the_agent_ended(tmp_path: Path) -> None:
     layout, ledger, strategy = _run(tmp_path, _Stage(score=TypeError("'NoneType' object is not subscriptable")))
     header = layout.rollout("t-1", 0).read_info()
-    assert header is not None and header.status == "scoring_failed" and header.score is None
-    assert header.reason == ("task t-1: scoring failed: TypeError: 'NoneType' object is not subscriptable "
-                             "(the agent had ended done: the agent declared the task complete)")
+    why = "task t-1: scoring failed: TypeError: 'NoneType' object is not subscriptable"
+    assert header is not None and header.score is None and header.score_error == why
+    assert (header.status, header.reason) == ("done", "the agent declared the task complete")  # what a judge sees
     assert header.step_count == 1 and header.ended_at is not None
     result = layout.task("t-1").read_result()
-    assert result is not None and result.errors[0].outcome == "scoring_failed" and result.selected_score is None
-    assert strategy.outcomes["t-1"].result.status == "scoring_failed"
+    assert result is not None and result.selected_score is None
+    assert result.errors[0].outcome == "scoring_failed" and result.errors[0].reason == why
+    outcome = strategy.outcomes["t-1"]
+    assert outcome.shown_status == "scoring_failed" and outcome.result.status == "done"
     assert [r.module for r in ledger.records] == ["policy"]
 
 

@@ -15,7 +15,7 @@ one line, `RolloutDir.iter_steps` one step at a time; `plan_resume` says what to
 """
 
 from .base import Record, RunFolderError, load_record
-from .judging import Narrative, RolloutError, Selection, TaskResult, rollout_errors
+from .judging import Narrative, RolloutError, Selection, TaskResult, rollout_error, rollout_errors
 from .layout import RunLayout, TaskDir
 from .names import SCREENSHOT_ROLES, check_name, screenshot_name, step_image_name
 from .resume import ResumePlan, plan_resume
@@ -59,6 +59,7 @@ __all__ = [
     "check_name",
     "load_record",
     "plan_resume",
+    "rollout_error",
     "rollout_errors",
     "screenshot_name",
     "step_image_name",

@@ -8,9 +8,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .base import Record
-from .rollout import TASK_ERRORS, RolloutInfo
+from .rollout import RolloutInfo
 
-__all__ = ["Narrative", "RolloutError", "Selection", "TaskResult", "rollout_errors"]
+__all__ = ["Narrative", "RolloutError", "Selection", "TaskResult", "rollout_error", "rollout_errors"]
 
 
 class Narrative(Record):
@@ -77,10 +77,21 @@ class RolloutError(BaseModel):
     reason: str
 
 
+def rollout_error(info: RolloutInfo | None) -> RolloutError | None:
+    """Why the rollout has no score because its task's setup or scorer failed, or None."""
+    if info is None:
+        return None
+    if info.status == "setup_failed":
+        return RolloutError(outcome="setup_failed", reason=info.reason or "the task's setup failed")
+    if info.score_error is not None:
+        return RolloutError(outcome="scoring_failed", reason=info.score_error)
+    return None
+
+
 def rollout_errors(headers: Mapping[int, RolloutInfo | None]) -> dict[int, RolloutError]:
     """The rollouts among `headers` whose task's setup or scorer failed."""
-    return {k: RolloutError(outcome=info.status, reason=info.reason or info.status)  # type: ignore[arg-type]
-            for k, info in sorted(headers.items()) if info is not None and info.status in TASK_ERRORS}
+    found = {k: rollout_error(info) for k, info in sorted(headers.items())}
+    return {k: e for k, e in found.items() if e is not None}
 
 
 class TaskResult(Record):

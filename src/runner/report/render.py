@@ -34,7 +34,7 @@ td,th{border:1px solid #ccc;padding:2px 8px;text-align:right} th:first-child,td:
 .badge{display:inline-block;padding:0 6px;border-radius:4px;font-weight:bold;font-size:12px}
 .mark{background:#1a7f37;color:#fff} .scripted{background:#b35900;color:#fff}
 .status-done{color:#1a7f37}
-.status-errored,.status-environment_lost,.status-setup_failed,.status-scoring_failed{color:#c00}
+.status-errored,.status-environment_lost,.status-setup_failed{color:#c00}
 .step{border-top:1px solid #eee;margin-top:6px;padding-top:6px}
 .step code{background:#f3f3f3;padding:0 3px;word-break:break-all}
 .pics{display:flex;gap:4px;flex-wrap:wrap} .pics figure{margin:0;font-size:11px;color:#666}
@@ -160,7 +160,9 @@ def _rollout(view: RolloutView, score: float | None) -> str:
         f"model <b>{escape(info.model if info else '?')}</b>, seed {info.seed if info else '?'}",
         f'outcome <b class="status-{escape(status)}">{escape(status)}</b>'
         + (f": {escape(info.reason)}" if info and info.reason else ""),
-        f"evaluator score: {'—' if score is None else f'{score:g}'} (reported only, never used to choose)",
+        f"evaluator score: {'—' if score is None else f'{score:g}'} (reported only, never used to choose)"
+        + (f' <span class="error"><b>scoring_failed</b>: {escape(info.score_error)}</span>'
+           if info and info.score_error else ""),
         f"{len(view.steps)} steps, {seconds}, {tokens} tokens, {_money(cost)}"
         + (f", {info.attempts} attempts" if info and info.attempts > 1 else "")
         + (f", on {escape(info.environment)}" if info and info.environment else ""),
