@@ -144,8 +144,6 @@ def check_command(
             out_dir=str(out) if out else None, run_id=rid)])
         check_name("run id", rid)
         check_executor(cfg)
-        if cfg.environment.kind == "osworld" and not cfg.environment.url:
-            raise EnvError("--env osworld needs the server's address: pass --url http://HOST:PORT")
         loaded = load_checked(source.expanduser(), examples)
     except (ConfigError, EnvError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
