@@ -19,7 +19,7 @@ from rich.markup import escape
 from core.config import ConfigError, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.protocols import EnvError
-from core.trajectory import RunLayout, Task, TaskResult, check_name
+from core.trajectory import RunLayout, check_name
 from environments.tasks import SUITE_DIR, TaskError
 
 from .bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
@@ -48,7 +48,7 @@ from .report import write_report
 from .resume import ResumeMismatch, identity_of, read_manifest
 from .retry import check_critic
 from .run_log import run_log
-from .task_errors import EXIT_TASK_ERRORS, summarize_task_errors
+from .task_errors import EXIT_TASK_ERRORS, TaskLines, summarize_task_errors
 from .wide_cli import check_wide, missing_key_line, prepare_wide
 
 __all__ = ["app"]
@@ -136,25 +136,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         console.print(f"[bold]resuming[/bold] run {escape(layout.run_id)}: its finished rollouts are kept, the "
                       "rest run (pass another --run-id for a new run)")
 
-    tally = {"scored": 0, "errored": 0, "crashed": 0}
-
-    async def landed(task: Task, result: TaskResult | BaseException) -> None:
-        if isinstance(result, BaseException):
-            tally["crashed"] += 1
-            text = f"[red]{escape(task.id)}[/red] crashed: {escape(str(result)[:200])}"
-        elif result.errored:
-            tally["errored"] += 1
-            first = next(iter(result.errors.values()))
-            why = first.reason.removeprefix(f"task {task.id}: ")
-            text = f"[red]{escape(task.id)}[/red] [bold red]{first.outcome}[/bold red]: {escape(why)}"
-        else:
-            tally["scored"] += 1
-            score = "—" if result.selected_score is None else f"{result.selected_score:g}"
-            text = (f"[bold]{escape(task.id)}[/bold] selected {result.selected} score {score}, "
-                    f"pass@{result.n} {result.pass_at_n}")
-        count = (f"{sum(tally.values())}/{len(bench.tasks)}: scored {tally['scored']}, errored {tally['errored']}"
-                 + (f", crashed {tally['crashed']}" if tally["crashed"] else ""))
-        console.print(f"{text} [dim]\\[{count}][/dim]")
+    landed = TaskLines(console, len(bench.tasks))
 
     try:
         with run_log(layout.path, verbose=verbose):

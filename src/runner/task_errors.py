@@ -4,7 +4,8 @@ Such a task is an error of the task or the environment, never the agent's 0: met
 exports and sweeps leave it out and count it beside them. `count_task_errors` reads them from
 a run folder (each task's ``result.json``, `TaskResult.errors`); `summarize_task_errors` prints
 the final summary's lines (tasks run / scored / errored, then one line per errored task) and
-returns the exit status they call for, `EXIT_TASK_ERRORS`.
+returns the exit status they call for, `EXIT_TASK_ERRORS`; `TaskLines` prints a line per task
+as it lands, with the counts so far.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
-from core.trajectory import RolloutError, RunLayout
+from core.trajectory import RolloutError, RunLayout, Task, TaskResult
 
-__all__ = ["EXIT_TASK_ERRORS", "TaskErrors", "count_task_errors", "counts_line", "summarize_task_errors"]
+__all__ = ["EXIT_TASK_ERRORS", "TaskErrors", "TaskLines", "count_task_errors", "counts_line", "summarize_task_errors"]
 
 #: Exit status of `run`, `bench` and `tasks check` when a task's setup or scorer failed.
 EXIT_TASK_ERRORS = 4
@@ -82,3 +83,29 @@ def summarize_task_errors(console: Console, layout: RunLayout) -> int:
     if len(lines) > _SHOWN:
         console.print(f"  [red]... and {len(lines) - _SHOWN} more (report.html lists them all)[/red]")
     return EXIT_TASK_ERRORS
+
+
+class TaskLines:
+    """A benchmark's live lines: each task as it lands (its score, or its error in one line),
+    with the counts so far: ``[12/31: scored 5, errored 7]``."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        self.console, self.total = console, total
+        self.counts = Counter({"scored": 0, "errored": 0})
+
+    async def __call__(self, task: Task, result: TaskResult | BaseException) -> None:
+        if isinstance(result, BaseException):
+            self.counts["crashed"] += 1
+            text = f"[red]{escape(task.id)}[/red] crashed: {escape(str(result)[:200])}"
+        elif result.errored:
+            self.counts["errored"] += 1
+            first = next(iter(result.errors.values()))
+            why = first.reason.removeprefix(f"task {task.id}: ")
+            text = f"[red]{escape(task.id)}[/red] [bold red]{first.outcome}[/bold red]: {escape(why)}"
+        else:
+            self.counts["scored"] += 1
+            score = "—" if result.selected_score is None else f"{result.selected_score:g}"
+            text = (f"[bold]{escape(task.id)}[/bold] selected {result.selected} score {score}, "
+                    f"pass@{result.n} {result.pass_at_n}")
+        so_far = ", ".join(f"{k} {n}" for k, n in self.counts.items())
+        self.console.print(f"{text} [dim]\\[{self.counts.total()}/{self.total}: {so_far}][/dim]")

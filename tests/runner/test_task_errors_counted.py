@@ -6,6 +6,7 @@ their rollouts out; the exit status says so. A hand-made run folder, values by h
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from pathlib import Path
@@ -19,7 +20,13 @@ from runner.metrics import compute_metrics, format_metrics, write_metrics
 from runner.osworld_export import LEFT_OUT_FILE, export_osworld
 from runner.report import write_report
 from runner.sweep import errored_rollouts, load_pools
-from runner.task_errors import EXIT_TASK_ERRORS, count_task_errors, counts_line, summarize_task_errors
+from runner.task_errors import (
+    EXIT_TASK_ERRORS,
+    TaskLines,
+    count_task_errors,
+    counts_line,
+    summarize_task_errors,
+)
 
 SETUP = "task {t}: setup step 0 (execute) failed: [Errno 2] No such file or directory: 'python'"
 SCORING = "task {t}: getter 'gimp_config_file' (result) failed: TypeError: 'NoneType' object is not subscriptable"
@@ -122,3 +129,18 @@ def test_sweeps_leave_errored_rollouts_out(layout: RunLayout) -> None:
     pooled = {(t, r.k) for t, by_model in pools.items() for rs in by_model.values() for r in rs}
     assert pooled == {("t1", 0), ("t3", 0), ("t3", 1), ("t4", 0)}
     assert errored_rollouts([layout]) == 3
+
+
+def test_live_lines_say_each_error_in_one_line_with_the_counts_so_far(layout: RunLayout) -> None:
+    console = Console(file=io.StringIO(), width=400)
+    lines = TaskLines(console, 5)
+    for task_id in ("t1", "t2", "t4"):
+        result = layout.task(task_id).read_result()
+        asyncio.run(lines(Task(id=task_id, instruction="x"), result))  # type: ignore[arg-type]
+    asyncio.run(lines(Task(id="t9", instruction="x"), RuntimeError("a bug")))
+    out = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert out[0] == "t1 selected 0 score 1, pass@1 1.0 [1/5: scored 1, errored 0]"
+    assert out[1] == ("t2 setup_failed: setup step 0 (execute) failed: [Errno 2] No such file or directory: 'python' "
+                      "[2/5: scored 1, errored 1]")
+    assert out[2].startswith("t4 scoring_failed: getter 'gimp_config_file' (result) failed: TypeError")
+    assert out[3] == "t9 crashed: a bug [4/5: scored 1, errored 2, crashed 1]"
