@@ -5,7 +5,8 @@ Everything at INFO and above — the project's lines, OSWorld's own (desktop-env
 (`OFFICIAL_THREAD`; its metrics print their inputs) — goes to the run folder's ``run.log``
 (0600, credentials in URLs removed), tracebacks included. The terminal shows only the
 project's warnings and errors, one line each (the traceback stays in the file); OSWorld's
-lines reach it only when asked for (``-v``). Left alone, Python would print every warning of
+lines, and Python's warnings (the deprecations of libraries its metrics import), reach it only
+when asked for (``-v``). Left alone, Python would print every warning of
 every logger onto the terminal, tracebacks and OSWorld's chatter included, and keep none.
 """
 
@@ -32,6 +33,8 @@ OFFICIAL_LOGGER = "desktopenv"
 #: Loggers that log at INFO into the file while a command runs, unless a level was set on
 #: them (others, e.g. HTTP clients, keep the root's WARNING).
 _FILED = (OFFICIAL_LOGGER, "agent_s3", "aws", "bjudge", "core", "environments", "gprm", "runner", "themis")
+#: Python's warnings (deprecations of the libraries OSWorld's metrics import), as log lines.
+_PY_WARNINGS = "py.warnings"
 #: What OSWorld's code prints, as log lines of this logger.
 _OUTPUT = logging.getLogger(f"{OFFICIAL_LOGGER}.output")
 
@@ -104,7 +107,7 @@ class _Terminal(logging.StreamHandler):  # type: ignore[type-arg]
         return sys.stderr
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if _official(record.name):
+        if _official(record.name) or record.name == _PY_WARNINGS:  # OSWorld's chatter, libraries' deprecations
             return self.verbose
         return record.levelno >= logging.WARNING
 
@@ -171,10 +174,12 @@ def run_log(folder: Path | None, *, verbose: bool = False) -> Iterator[Path | No
     for handler in handlers:
         root.addHandler(handler)
     _active += 1
+    logging.captureWarnings(True)
     try:
         with official_output_to_log():
             yield path
     finally:
+        logging.captureWarnings(False)
         _active -= 1
         for handler in handlers:
             root.removeHandler(handler)

@@ -73,3 +73,12 @@ def test_without_a_folder_the_terminal_still_gets_one_line(capsys: pytest.Captur
         logging.getLogger("runner.y").warning("see http://me:secret@host:1/x")
     err = capsys.readouterr().err
     assert err.splitlines() == ["error: it broke (RuntimeError: boom)", "warning: see http://<redacted>@host:1/x"]
+
+
+def test_library_warnings_go_to_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import warnings
+
+    with run_log(tmp_path) as path:
+        warnings.warn("The `fitz` API is deprecated", FutureWarning, stacklevel=1)
+    assert capsys.readouterr().err == ""
+    assert path is not None and "FutureWarning: The `fitz` API is deprecated" in path.read_text()
