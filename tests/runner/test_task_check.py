@@ -130,3 +130,19 @@ def test_the_do_nothing_policies_end_any_task_at_once() -> None:
         reply = _ask(model, "You operate a computer ...")
         assert reply.rstrip().endswith(f"```python\n{call}\n```")
         assert _ask(model, "You review the progress ...").startswith("ON-TRACK")
+
+
+def test_a_benchmark_without_a_model_or_key_points_to_the_keyless_checks(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    agent = Path(sys.executable).with_name("agent-s3")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run([str(agent), "bench", "local", "--run-id", "nokey", "--out", str(tmp_path / "runs")],
+                          env={**env, "AGENT_S3_ENV_DIR": str(tmp_path / "envs")}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "OPENAI_API_KEY" in lines[0] and "--model scripted/noop" in lines[0], done.stderr
+    assert "agent-s3 tasks check" in lines[0] and not (tmp_path / "envs").exists()
