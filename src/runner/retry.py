@@ -67,6 +67,8 @@ class Attempt:
         """One line: status, evaluator score, the critic's decision and reason."""
         r = self.outcome.result
         score = "none" if self.outcome.score is None else f"{self.outcome.score:g}"
+        if self.outcome.error is not None:
+            score = f"none ({self.outcome.error.outcome})"
         if self.verdict is not None and self.verdict.error is not None:
             said = f"ERROR (the critic failed, so this attempt was neither accepted nor rejected): {self.verdict.error}"
         elif self.verdict is not None:

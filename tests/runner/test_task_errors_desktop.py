@@ -73,6 +73,7 @@ def examples(tmp_path: Path) -> Path:
 
 
 def _list(tmp_path: Path, tasks: dict[str, list[str]]) -> Path:
+    """An OSWorld task list of `tasks` (domain → ids)."""
     path = tmp_path / "test_some.json"
     path.write_text(json.dumps(tasks))
     return path
@@ -91,10 +92,20 @@ def _quiet_terminal(done: subprocess.CompletedProcess[str]) -> None:
     assert not [line for line in both.splitlines() if line.startswith(("Failed to launch", "Command executed"))]
 
 
+def _sample(examples: Path) -> dict[str, list[str]]:
+    """The installed part of the sample, by domain."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(examples.glob("*/*.json")):
+        if path.stem not in BROKEN:
+            found.setdefault(path.parent.name, []).append(path.stem)
+    return found
+
+
 @pytest.mark.timeout(420)
 def test_bench_counts_a_failed_setup_and_a_crashed_scorer_as_errors(examples: Path, tmp_path: Path) -> None:
     sure = SAMPLE["os"]
-    listed = _list(tmp_path, {"os": [sure, SETUP_FAILS, SCORER_CRASHES]})
+    sample = _sample(examples)
+    listed = _list(tmp_path, {**sample, "os": [*sample["os"], SETUP_FAILS, SCORER_CRASHES]})
     out, results = tmp_path / "runs", tmp_path / "results"
     done = _agent("bench", "osworld", "--tasks", str(listed), "--examples", str(examples), "--model", "scripted/noop",
                   "--settle", "0.3", "--out", str(out), "--run-id", "errs", "--export", str(results),
@@ -102,10 +113,13 @@ def test_bench_counts_a_failed_setup_and_a_crashed_scorer_as_errors(examples: Pa
     assert done.returncode == 4, done.stdout + done.stderr
     _quiet_terminal(done)
     lines = done.stdout
+    for task_id in (t for ids in sample.values() for t in ids):  # done at once: every real task scores 0
+        assert f"{task_id} selected 0 score 0, pass@1 0.0" in lines
+    n = sum(len(ids) for ids in sample.values())
     assert (f"{SETUP_FAILS} setup_failed: setup step 0 (execute) failed: Failed to launch application. Status code: "
             in lines) and "agent-s3-no-such-program" in lines
     assert f"{SCORER_CRASHES} scoring_failed: getter 'vm_file' (result) failed: KeyError: 'path'" in lines
-    assert "tasks run 3: scored 1, errored 2 (scoring_failed 1, setup_failed 1)" in lines
+    assert f"tasks run {n + 2}: scored {n}, errored 2 (scoring_failed 1, setup_failed 1)" in lines
     assert "SCRIPTED" in lines and "module errors none" in lines
 
     run = out / "errs"
@@ -118,26 +132,31 @@ def test_bench_counts_a_failed_setup_and_a_crashed_scorer_as_errors(examples: Pa
     assert headers[sure]["model"] == "scripted/noop"
 
     summary = json.loads((run / "summary.json").read_text())
-    assert (summary["overall"]["tasks"], summary["overall"]["errored"], summary["overall"]["selected"]) == (1, 2, 0.0)
+    assert (summary["overall"]["tasks"], summary["overall"]["errored"], summary["overall"]["selected"]) == (n, 2, 0.0)
+    assert (summary["domains"]["os"]["tasks"], summary["domains"]["os"]["errored"]) == (1, 2)
     html = (run / "report.html").read_text()
     errors = html[html.index('<section id="errors">'):html.index("</section>")]
     assert "<td>setup_failed</td>" in errors and "<td>scoring_failed</td>" in errors
-    assert "tasks run 3: scored 1, errored 2" in errors and "SCRIPTED" in html
+    assert f"tasks run {n + 2}: scored {n}, errored 2" in errors and "SCRIPTED" in html
 
     folder = results / "pyautogui" / "screenshot" / "noop"
     left = json.loads((folder / "left_out.json").read_text())
     assert set(left) == set(BROKEN) and left[SETUP_FAILS]["why"].startswith("errored, no score: rollout 0 setup_failed")
-    assert [p.name for p in folder.glob("*/*")] == [sure]
+    assert sorted(p.name for p in folder.glob("*/*")) == sorted(t for ids in sample.values() for t in ids)
     read = get_result("pyautogui", "noop", "screenshot", str(results))
-    assert read is not None and read.overall == 0.0 and sum(len(v) for v in read.scores.values()) == 1
+    assert read is not None and read.overall == 0.0 and sum(len(v) for v in read.scores.values()) == n
 
     log = (run / "run.log").read_text()
     assert "desktopenv.setup" in log and "agent-s3-no-such-program" in log  # OSWorld's own line, kept here
 
 
 @pytest.mark.timeout(300)
-def test_noop_fail_answers_an_infeasible_task_and_needs_no_key(examples: Path, tmp_path: Path) -> None:
-    listed = _list(tmp_path, {"os": [SAMPLE["os"]]})
+def test_noop_fail_answers_the_infeasible_tasks_and_needs_no_key(examples: Path, tmp_path: Path) -> None:
+    infeasible = {d: [t for t in ids if load_task(examples / d / f"{t}.json").evaluator.func == "infeasible"]
+                  for d, ids in _sample(examples).items()}
+    infeasible = {d: ids for d, ids in infeasible.items() if ids}
+    assert SAMPLE["os"] in infeasible["os"]
+    listed = _list(tmp_path, infeasible)
     env = {k: v for k, v in _ENV.items() if not k.endswith("_API_KEY")}
     done = subprocess.run(
         [str(AGENT), "bench", "osworld", "--tasks", str(listed), "--examples", str(examples), "--model",
@@ -145,13 +164,16 @@ def test_noop_fail_answers_an_infeasible_task_and_needs_no_key(examples: Path, t
         env={**env, "AGENT_S3_ENV_DIR": str(tmp_path / "envs")}, capture_output=True, text=True, timeout=280,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{SAMPLE['os']} selected 0 score 1" in done.stdout and "tasks run 1: scored 1, errored 0" in done.stdout
+    n = sum(len(ids) for ids in infeasible.values())
+    for task_id in (t for ids in infeasible.values() for t in ids):  # FAIL is an infeasible task's answer
+        assert f"{task_id} selected 0 score 1, pass@1 1.0" in done.stdout
+    assert f"tasks run {n}: scored {n}, errored 0" in done.stdout
     assert "SCRIPTED" in done.stdout and "scripted do-nothing policy" in done.stdout
 
 
 @pytest.mark.timeout(420)
 def test_tasks_check_sets_up_and_scores_real_osworld_tasks_untouched(examples: Path, tmp_path: Path) -> None:
-    sample = sorted(p.stem for p in examples.glob("*/*.json") if p.stem not in BROKEN)
+    sample = sorted(t for ids in _sample(examples).values() for t in ids)
     assert SAMPLE["os"] in sample and len(sample) >= 3
     done = _agent("tasks", "check", str(examples), "--json", "--parallel", "2", "--out", str(tmp_path / "runs"),
                   "--run-id", "check", env_dir=tmp_path / "envs")
