@@ -108,7 +108,7 @@ def test_bench_counts_a_failed_setup_and_a_crashed_scorer_as_errors(examples: Pa
     listed = _list(tmp_path, {**sample, "os": [*sample["os"], SETUP_FAILS, SCORER_CRASHES]})
     out, results = tmp_path / "runs", tmp_path / "results"
     done = _agent("bench", "osworld", "--tasks", str(listed), "--examples", str(examples), "--model", "scripted/noop",
-                  "--settle", "0.3", "--out", str(out), "--run-id", "errs", "--export", str(results),
+                  "--settle", "0.3", "--parallel", "2", "--out", str(out), "--run-id", "errs", "--export", str(results),
                   env_dir=tmp_path / "envs")
     assert done.returncode == 4, done.stdout + done.stderr
     _quiet_terminal(done)
@@ -160,7 +160,7 @@ def test_noop_fail_answers_the_infeasible_tasks_and_needs_no_key(examples: Path,
     env = {k: v for k, v in _ENV.items() if not k.endswith("_API_KEY")}
     done = subprocess.run(
         [str(AGENT), "bench", "osworld", "--tasks", str(listed), "--examples", str(examples), "--model",
-         "scripted/noop-fail", "--out", str(tmp_path / "runs"), "--run-id", "fail"],
+         "scripted/noop-fail", "--parallel", "2", "--out", str(tmp_path / "runs"), "--run-id", "fail"],
         env={**env, "AGENT_S3_ENV_DIR": str(tmp_path / "envs")}, capture_output=True, text=True, timeout=280,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
