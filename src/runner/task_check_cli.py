@@ -24,6 +24,7 @@ from core.atomic import write_json_atomic
 from core.config import ConfigError, redact_urls
 from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
+from environments.kinds import describe_kinds, field_help
 from environments.tasks import (
     OSWorldTask,
     TaskFileError,
@@ -38,6 +39,7 @@ from environments.tasks.official import scorer_tag
 from .comparability import label_fields, label_line, record_environment
 from .config import RunConfig, load_run_config
 from .executors import check_executor, open_environments
+from .kind_options import env_option, environment_overrides
 from .run_log import run_log
 from .task_check import TaskCheck, check_tasks, summarize_checks
 from .task_errors import EXIT_TASK_ERRORS
@@ -113,12 +115,11 @@ def check_command(
                                                 "task file.")],
     examples: Annotated[Path | None, typer.Option("--examples", help="With a task list: the examples folder "
                                                   "(default: examples beside the list).")] = None,
-    env: Annotated[str | None, typer.Option("--env", help="Where to check: local (desktops on this machine, the "
-                                            "default), osworld (a server at --url), aws, ...")] = None,
-    url: Annotated[str | None, typer.Option("--url", help="OSWorld-protocol server URL (with --env osworld).")] = None,
-    token: Annotated[str | None, typer.Option("--token", help="Bearer token of that server.")] = None,
-    network: Annotated[str | None, typer.Option("--network", help="Internet for local desktops: task (the "
-                                                "default), off or on.")] = None,
+    env: Annotated[str | None, env_option(help=f"Where the tasks are checked: {describe_kinds()}.")] = None,
+    url: Annotated[str | None, typer.Option("--url", help=field_help("url"))] = None,
+    token: Annotated[str | None, typer.Option("--token", help=field_help("token"))] = None,
+    image: Annotated[str | None, typer.Option("--image", help=field_help("image"))] = None,
+    network: Annotated[str | None, typer.Option("--network", help=field_help("network"))] = None,
     domain: Annotated[str | None, typer.Option("--domain", help="Only this domain.")] = None,
     task_ids: Annotated[list[str] | None, typer.Option("--task", help="Only these task ids (repeatable).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many tasks.")] = None,
@@ -140,9 +141,10 @@ def check_command(
     rid = run_id or f"check-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     try:
         cfg: RunConfig = load_run_config([*(config or []), _overrides(
-            environment__kind=env, environment__url=url, environment__token=token, environment__network=network,
+            **environment_overrides(kind=env, url=url, token=token, image=image, network=network),
             out_dir=str(out) if out else None, run_id=rid)])
         check_name("run id", rid)
+        cfg.environment.check()
         check_executor(cfg)
         loaded = load_checked(source.expanduser(), examples)
     except (ConfigError, EnvError, KeyError, ValueError) as e:
@@ -159,7 +161,7 @@ def check_command(
     layout = RunLayout(cfg.out_dir, rid)
     layout.create()
     console.print(f"[bold]tasks check[/bold] {len(runnable)} tasks of {escape(str(source))} on "
-                  f"{escape(cfg.environment.kind)}, {parallel} at once, no model; folder {layout.path}")
+                  f"{escape(cfg.environment.where())}, {parallel} at once, no model; folder {layout.path}")
     for check in skipped:
         console.print(_row(check))
     started = time.perf_counter()
