@@ -49,6 +49,7 @@ _ENDINGS = {
     "format_error": "the agent's replies kept failing to parse, so it was stopped.",
     "environment_lost": "the environment was lost.",
     "errored": "the rollout stopped on an error.",
+    "setup_failed": "the task could not be set up, so the agent never started.",
 }
 
 
