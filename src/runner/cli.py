@@ -22,9 +22,9 @@ from rich.markup import escape
 from core.config import ConfigError, dump_config, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.protocols import EnvError
-from core.trajectory import RunLayout, Task, check_name
+from core.trajectory import WORLD_FAILURES, RunLayout, Task, check_name
+from environments.kinds import field_help, get_kind
 
-from .android import check_task_platform, where
 from .aws_cli import app as aws_app
 from .bench import resuming_strategy, rollouts_per_task
 from .bench_cli import app as bench_app
@@ -36,18 +36,23 @@ from .env_cli import app as env_app
 from .executors import check_executor, open_environments
 from .guided import check_guide
 from .judge_cli import judge_command, report_command
+from .kind_options import ENV_HELP, env_option, environment_overrides
 from .models import ModelSet, build_models, settled_config
 from .models_cli import check_models, models_app
 from .module_errors import ErrorTally, summarize_errors
+from .noop_policy import NOOP_NOTE, is_noop, register_noop
 from .presets import with_preset
 from .pricing import check_prices, unpriced_line
 from .progress import StepPrinter
 from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
+from .run_log import official_output_to_log, run_log
 from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
 from .sweep_cli import sweep_command
-from .tasks import resolve_task
+from .task_check_cli import app as tasks_app
+from .task_errors import summarize_task_errors
+from .tasks import check_task_platform, resolve_task
 from .terminal import SafeConsole
 from .wide_cli import check_wide, missing_key_line, prepare_wide, run_wide, summarize
 
@@ -62,6 +67,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(aws_app, name="aws")
 app.command("sweep")(sweep_command)
 app.add_typer(models_app, name="models")
+app.add_typer(tasks_app, name="tasks")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -92,18 +98,19 @@ def run(
     task: Annotated[str, typer.Option("--task", "-t", help="A task.json file, a local-suite task id, or a quoted instruction.")],
     model: Annotated[str | None, typer.Option("--model", "-m", help="Policy model as provider/model (scripted/demo: the scripted demo policy).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the policy model's server.")] = None,
-    env: Annotated[str | None, typer.Option("--env", help="local (a desktop on this machine), osworld (a server at --url) or android (emulators behind adb).")] = None,
-    url: Annotated[str | None, typer.Option("--url", help="OSWorld-protocol server URL (with --env osworld).")] = None,
-    token: Annotated[str | None, typer.Option("--token", help="Bearer token of that server.")] = None,
-    adb_host: Annotated[str | None, typer.Option("--adb-host", help="With --env android: host of the adb server (default 127.0.0.1).")] = None,
-    adb_port: Annotated[int | None, typer.Option("--adb-port", min=1, max=65535, help="With --env android: port of the adb server (default 5037).")] = None,
+    env: Annotated[str | None, env_option(help=ENV_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=field_help("url"))] = None,
+    token: Annotated[str | None, typer.Option("--token", help=field_help("token"))] = None,
+    image: Annotated[str | None, typer.Option("--image", help=field_help("image"))] = None,
+    adb_host: Annotated[str | None, typer.Option("--adb-host", help=field_help("adb_host"))] = None,
+    adb_port: Annotated[int | None, typer.Option("--adb-port", min=1, max=65535, help=field_help("adb_port"))] = None,
     config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable, later wins.")] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read before any -c.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Folder for run folders (default runs/).")] = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Name of the run folder (default: the time).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
     settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
-    network: Annotated[str | None, typer.Option("--network", help="Internet for local desktops: task (only a task that needs it, the default), off or on; never this machine's own addresses.")] = None,
+    network: Annotated[str | None, typer.Option("--network", help=field_help("network"))] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout), retry (until the critic accepts) or wide (N rollouts and a judge).")] = None,
     attempts: Annotated[int | None, typer.Option("--attempts", min=1, help="With --strategy retry: rollouts at most.")] = None,
     critic: Annotated[str | None, typer.Option("--critic", help="With --strategy retry: themis, lastk or sequential.")] = None,
@@ -120,13 +127,14 @@ def run(
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="With --executor ray: local (start Ray here), auto (this machine's cluster) or ray://HEAD:10001.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="The --run-id exists: keep the rollouts it finished and run the rest.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="The --run-id exists: delete that run folder and start afresh.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show OSWorld's own log lines on the terminal (they always go to the run folder's run.log).")] = False,
 ) -> None:
     """Run one task: set it up, run a rollout with live progress, evaluate, report."""
     console = SafeConsole(highlight=False)
     given = _overrides(
-        policy__model=model, policy__base_url=base_url, environment__kind=env, environment__url=url,
-        environment__token=token, environment__adb_host=adb_host, environment__adb_port=adb_port, out_dir=str(out) if out else None, run_id=run_id,
-        environment__network=network,
+        policy__model=model, policy__base_url=base_url, out_dir=str(out) if out else None, run_id=run_id,
+        **environment_overrides(kind=env, url=url, token=token, image=image, adb_host=adb_host, adb_port=adb_port,
+                                network=network),
         rollout__max_steps=max_steps, rollout__settle_seconds=settle,
         strategy=strategy or ("wide" if rollouts or mixture else None),
         critic__attempts=attempts, critic__name=critic, critic__model__model=critic_model,
@@ -137,14 +145,16 @@ def run(
     )  # fmt: skip
     try:
         cfg = load_run_config([*with_preset(preset, config), given])
-        the_task = resolve_task(task, platform="android" if cfg.environment.kind == "android" else None)
+        the_task = resolve_task(task, platform=get_kind(cfg.environment.kind).platform)
         check_task_platform(cfg.environment.kind, the_task)
         if cfg.policy.model == DEMO_MODEL:
             register_demo(the_task.id)
             cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
+        elif is_noop(cfg.policy.model):
+            register_noop(cfg.policy.model)
+            cfg = cfg.model_copy(update={"label": cfg.label or NOOP_NOTE})
         rid = check_name("run id", cfg.run_id or _new_run_id())
-        if cfg.environment.kind == "osworld" and not cfg.environment.url:
-            raise EnvError("--env osworld needs the server's address: pass --url http://HOST:PORT")
+        cfg.environment.check()
         check_critic(cfg)
         check_wide(cfg)
         check_guide(cfg)
@@ -169,7 +179,8 @@ def run(
     except MissingAPIKeyError as e:
         raise _fail(
             f"{cfg.policy.model} needs an API key: set {e.variable} "
-            f"(or run the scripted demo policy with --model {DEMO_MODEL})"
+            f"(or run the scripted demo policy with --model {DEMO_MODEL}, or end any task at once with "
+            "--model scripted/noop)"
         ) from None
     except UnknownProviderError as e:
         raise _fail(str(e)) from None
@@ -182,7 +193,8 @@ def run(
         console.print(f"[bold]resumed[/bold] keeping the rollouts run {escape(rid)} finished; running the rest")
     if cfg.strategy == "wide":
         try:
-            wide = asyncio.run(run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
+            with run_log(layout.path, verbose=verbose):
+                wide = asyncio.run(run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
         except KeyboardInterrupt:
             console.print(f"[yellow]interrupted[/yellow]; the desktops were stopped. Files so far: {layout.path}")
             raise typer.Exit(code=130) from None
@@ -191,24 +203,27 @@ def run(
         except EnvError as e:
             raise _fail(f"{e} (run folder: {layout.path})") from None
         summarize(console, cfg, the_task, wide, layout)
-        _exit_on_module_errors(console, cfg, layout)
+        _exit_on_errors(console, cfg, layout)
         return
     try:
-        outcome = asyncio.run(_run(cfg, the_task, layout, models, ledger, console, resume=resumed))
+        with run_log(layout.path, verbose=verbose):
+            outcome = asyncio.run(_run(cfg, the_task, layout, models, ledger, console, resume=resumed))
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]; the desktop was stopped. Files so far: {layout.path}")
         raise typer.Exit(code=130) from None
     except EnvError as e:
         raise _fail(f"{e} (run folder: {layout.path})") from None
     _report(console, cfg, the_task, outcome, ledger, layout)
-    _exit_on_module_errors(console, cfg, layout)
+    _exit_on_errors(console, cfg, layout)
 
 
-def _exit_on_module_errors(console: Console, cfg: RunConfig, layout: RunLayout) -> None:
-    """Say the failures per module; exit non-zero past `max_module_error_share`."""
+def _exit_on_errors(console: Console, cfg: RunConfig, layout: RunLayout) -> None:
+    """Say whether the task errored (its setup or scorer failed) and the failures per module;
+    exit `EXIT_TASK_ERRORS` for the first, `EXIT_MODULE_ERRORS` past `max_module_error_share`."""
+    task_status = summarize_task_errors(console, layout)
     status = summarize_errors(console, layout, cfg.max_module_error_share)
-    if status:
-        raise typer.Exit(code=status)
+    if task_status or status:
+        raise typer.Exit(code=task_status or status)
 
 
 async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, ledger: Ledger,
@@ -226,7 +241,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             assert isinstance(strategy, SingleRollout | RetryUntilSuccess)
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[StepPrinter(console, tally=ErrorTally(), ledger=ledger)])
-            with console.status(f"running {task.id} ...", spinner="dots"):
+            with console.status(f"running {task.id} ...", spinner="dots"), official_output_to_log():
                 await strategy(run)
             if isinstance(strategy, RetryUntilSuccess):
                 for attempt in strategy.history[task.id]:
@@ -240,7 +255,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
 
 def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> None:
     console.print(f"[bold]task[/bold] {escape(task.id)}: {escape(task.instruction)}")
-    console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(where(cfg.environment))}")
+    console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(cfg.environment.where())}")
     if cfg.policy.model.startswith("scripted/"):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label or 'scripted replies, not a model')}")
     console.print(f"[bold]run folder[/bold] {layout.path}")
@@ -249,13 +264,15 @@ def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> 
 def _report(console: Console, cfg: RunConfig, task: Task, outcome: RolloutOutcome, ledger: Ledger,
             layout: RunLayout) -> None:
     result = outcome.result
-    colour = "green" if result.status == "done" else "yellow"
+    colour = "green" if result.status == "done" else "red" if result.status in WORLD_FAILURES else "yellow"
     console.print(f"[bold]outcome[/bold] [{colour}]{result.status}[/{colour}] after {result.steps} steps "
                   f"in {result.seconds:.1f} s: {escape(result.reason)}")
     if outcome.score is not None:
         console.print(f"[bold]score[/bold] {outcome.score:g} (the task's evaluator)")
-    elif outcome.score_error:
-        console.print(f"[bold]score[/bold] none: the evaluator failed: {escape(outcome.score_error)}")
+    elif outcome.error is not None:
+        why = f": {escape(outcome.error.reason)}" if outcome.error.outcome == "scoring_failed" else ""
+        console.print(f"[bold]score[/bold] [red]none: {outcome.error.outcome}[/red], an error of the task or the "
+                      f"environment, not a score{why}")
     else:
         console.print("[bold]score[/bold] none (the task has no evaluator, or the rollout did not finish)")
     total = ledger.total()

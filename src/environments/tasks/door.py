@@ -74,6 +74,11 @@ class DoorRoute:
     direct: bool = False
     #: Gives the desktop's network namespace (``/proc/PID/ns/net``), where its browser listens.
     netns: Callable[[], str] | None = None
+    #: Where a direct upstream's DevTools and VLC ports are (a fleet's forwarded ports differ).
+    chromium_port: int = 9222
+    vlc_port: int = 8080
+    #: Why a direct upstream's DevTools port cannot be used (blocked, not forwarded), if so.
+    browser_unreachable: str | None = None
 
 
 @runtime_checkable
@@ -95,22 +100,26 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
         from environments.local.forward import TcpForwarder
 
         forwarder = TcpForwarder(route.upstream, token=route.token, http=True)
-        doors: list[DesktopPortDoor] = []
-        if route.netns is not None:
-            doors = [DesktopPortDoor(9222, route.netns)]
+        browser: DesktopPortDoor | None = None
+        vlc: DesktopPortDoor | None = None
+        if route.netns is not None:  # the desktop's own loopback, inside its network namespace
+            browser, vlc = DesktopPortDoor(9222, route.netns), DesktopPortDoor(8080, route.netns)
         elif route.direct and not isinstance(route.upstream, str):  # a VM: its other ports at its address
-            doors = [DesktopPortDoor(port, host=route.upstream[0]) for port in (9222, 8080)]
+            host = route.upstream[0]
+            browser = None if route.browser_unreachable else DesktopPortDoor(route.chromium_port, host=host)
+            vlc = DesktopPortDoor(route.vlc_port, host=host)
+        doors = [door for door in (browser, vlc) if door is not None]
 
         def refusals() -> list[str]:
-            return [*forwarder.refusals, *(r for door in doors for r in door.refusals)]
+            return [*forwarder.refusals, *(line for door in doors for line in door.refusals)]
 
         try:
-            if not doors:
-                yield Endpoint("127.0.0.1", forwarder.port, browser_unreachable=NO_BROWSER, refusals=refusals)
-            elif len(doors) == 1:
-                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=doors[0].port, refusals=refusals)
+            vlc_port = 8080 if vlc is None else vlc.port
+            if browser is None:
+                yield Endpoint("127.0.0.1", forwarder.port, vlc_port=vlc_port, refusals=refusals,
+                               browser_unreachable=route.browser_unreachable or NO_BROWSER)  # fmt: skip
             else:
-                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=doors[0].port, vlc_port=doors[1].port,
+                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=browser.port, vlc_port=vlc_port,
                                refusals=refusals)  # fmt: skip
         finally:
             forwarder.close()
