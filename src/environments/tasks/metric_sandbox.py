@@ -230,7 +230,9 @@ class MetricSandbox:
                 continue
             chunk = os.read(fd, min(65536, need - len(data)))
             if not chunk:
-                raise TaskRunError(f"the confined scorer ended during {what}: {self._log_tail()}")
+                hint = "" if os.geteuid() == 0 else (
+                    " (as a user, confining the metrics needs unprivileged user namespaces for bubblewrap)")
+                raise TaskRunError(f"the confined scorer ended during {what}: {self._log_tail()}{hint}")
             data += chunk
             if need == 8 and len(data) == 8:
                 size = int.from_bytes(data, "big")
