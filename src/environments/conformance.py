@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -216,7 +217,9 @@ async def check_timeout_kills_children(env: Environment, kit: ConformanceKit) ->
 
 
 async def check_sandbox_writes_only_home(env: Environment, kit: ConformanceKit) -> None:
-    """Sandboxed code can write in its home and nowhere on the system."""
+    """Sandboxed code can write in its home and nowhere on the system; its /tmp is its own
+    scratch: never the host's, and gone after a revert (code that runs in a desktop's own
+    session shares that desktop's /tmp until then, as on a VM)."""
     box = _need_sandbox(env)
     name = f"written-{secrets.token_hex(3)}"
     _ok(await _sh(box, f"echo ok > ~/{name}"), "writing in the home")
@@ -228,9 +231,12 @@ async def check_sandbox_writes_only_home(env: Environment, kit: ConformanceKit) 
             raise _fail(f"sandboxed code could write into {target}")
     tmp = await _sh(box, f"echo x > /tmp/{name} 2>/dev/null; true")
     _ok(tmp, "writing /tmp")
-    again = await _sh(box, f"test -e /tmp/{name} && echo SEEN || echo GONE")
+    if await asyncio.to_thread(os.path.exists, f"/tmp/{name}"):
+        raise _fail("sandboxed code wrote into the host's /tmp")
+    await env.revert()
+    again = await _sh(_need_sandbox(env), f"test -e /tmp/{name} && echo SEEN || echo GONE")
     if "SEEN" in again.stdout:
-        raise _fail("/tmp inside the sandbox persists between runs; it must be private and scratch")
+        raise _fail("/tmp inside the sandbox outlives a revert; it must be private and scratch")
 
 
 async def check_sandbox_hides_host(env: Environment, kit: ConformanceKit) -> None:
