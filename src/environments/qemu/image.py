@@ -224,7 +224,7 @@ def base_recipe() -> str:
 def image_recipe() -> str:
     dists = [f"{d.metadata['Name']}=={d.version}" for d in _distributions()]
     sources = [p.read_bytes() for p in _project_files()]
-    return _digest(base_recipe(), BOOT_SCRIPT, _INIT, _APPEND, NOTE, str(FREE_MIB), *dists, *sources)
+    return _digest(base_recipe(), Path(__file__).read_bytes(), *dists, *sources)
 
 
 @contextmanager
@@ -316,6 +316,9 @@ def _install_guest_files(root: Path, log: Path) -> None:
     (root / "etc/sudoers.d/user").write_text("user ALL=(ALL:ALL) ALL\n")
     os.chmod(root / "etc/sudoers.d/user", 0o440)
     home = root / "home/user"
+    # a prompt that leaves a terminal's title alone (tasks find their terminal by its -T title)
+    (home / ".bashrc").write_text("PS1='\\u@\\h:\\w\\$ '\n")
+    os.chown(home / ".bashrc", 1000, 1000)
     for folder in ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos"):
         (home / folder).mkdir(exist_ok=True)
         os.chown(home / folder, 1000, 1000)

@@ -49,7 +49,7 @@ class QemuSettings(EnvironmentSettings):
     /tmp/agent-s3/envs/qemu."""
     snapshot_cache: Path | None = None
     """Where boot snapshots are kept for later runs (the same image, QEMU and machine restore
-    the same saved boot); None is ``snapshots`` under `base_dir`."""
+    the same saved boot); None is $AGENT_S3_CACHE/qemu/snapshots (~/.cache/agent-s3/...)."""
     boot_timeout: float = Field(default=900.0, gt=0)
     """Seconds a cold boot may take until the image's server answers."""
     action_timeout: float = Field(default=30.0, gt=0)

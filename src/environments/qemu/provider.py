@@ -32,7 +32,7 @@ from ..local.uids import lease_uid
 from ..pool import ReplacingPool
 from .accel import TCG_COST, AccelChoice, choose_accel
 from .environment import QemuEnvironment
-from .image import boot_manifest
+from .image import boot_manifest, default_cache
 from .machine import BootSpec, MachineSpec, NetSpec
 from .network import install_vm_egress_rules
 from .process import DiskFile, QemuProcess
@@ -92,7 +92,7 @@ class QemuProvider(ReplacingPool[QemuEnvironment]):
         self.memory_mib, self.cpus, self.accel_wanted = memory_mib, cpus, accel
         self.network = network
         self.base_dir = Path(base_dir) if base_dir is not None else default_vm_dir()
-        self.snapshot_cache = snapshot_cache or (self.base_dir / "snapshots")
+        self.snapshot_cache = snapshot_cache or (default_cache() / "snapshots")
         self.boot_timeout, self.restore_timeout = boot_timeout, restore_timeout
         self.snapshot_after_setup = snapshot_after_setup
         self.with_sandbox, self.action_timeout = with_sandbox, action_timeout

@@ -158,7 +158,7 @@ async def test_qemu_is_confined_and_the_image_is_never_written(two_vms: QemuProv
     assert (env.vm.folder.stat().st_mode & 0o077) == 0 and env.vm.folder.stat().st_uid == 0
     assert not [p for p in env.vm.folder.rglob("*") if p.is_socket()]
     # its forwarded ports listen on 127.0.0.1 only
-    listening = Path("/proc/net/tcp").read_text()
+    listening = await asyncio.to_thread(Path("/proc/net/tcp").read_text)
     for port in env.vm.ports.values():
         assert f"0100007F:{port:04X} 00000000:0000 0A" in listening
         assert f"00000000:{port:04X} 00000000:0000 0A" not in listening
