@@ -75,6 +75,11 @@ class RolloutInfo(Record):
     """Steps in ``traj.jsonl`` when the header was last written."""
     score: float | None = None
     """The task evaluator's score of the final state, when evaluated."""
+    branch_of: int | None = None
+    """A branch: this rollout continues rollout `branch_of` from the checkpoint taken after
+    its first `branch_at` steps; those shared steps are stored once, there, and this
+    rollout's own steps are numbered from 0."""
+    branch_at: int | None = Field(default=None, ge=1)
 
     @property
     def finished(self) -> bool:

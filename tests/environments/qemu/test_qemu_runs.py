@@ -113,3 +113,25 @@ def test_bench_osworld_on_qemu_scores_a_task_in_the_vm(test_image: BuiltImage, t
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads((tmp_path / "runs" / "b" / "summary.json").read_text())
     assert summary["overall"]["tasks"] == 1 and summary["overall"]["selected"] == 1.0, summary
+
+
+def test_branching_continues_a_rollout_from_its_checkpoint_as_k_forks(test_image: BuiltImage, tmp_path: Path) -> None:
+    """The demo plan makes the folders at step 1 and checks them at steps 2-3: with the
+    checkpoint after step 1, both branches only check, and score 1 because the folders the
+    shared prefix made are in the state they continue from."""
+    done = _cli(["run", "--env", "qemu", "--image", str(test_image.path), "--task", TASK, "--model", "scripted/demo",
+                 "--strategy", "branch", "--branch-at", "1", "--branches", "2", "--out", str(tmp_path / "runs"),
+                 "--run-id", "branch", *_vm_settings(test_image, tmp_path)], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    task = RunLayout(tmp_path / "runs", "branch").task(TASK)
+    headers = task.headers()
+    assert sorted(headers) == [0, 1, 2]
+    assert headers[0].step_count == 1 and "shared prefix" in str(headers[0].reason)
+    for k in (1, 2):
+        assert headers[k].branch_of == 0 and headers[k].branch_at == 1 and headers[k].status == "done"
+        assert headers[k].step_count == 2  # its own steps only: the prefix is stored once, in rollout 0
+        assert headers[k].score == 1.0
+    result = task.read_result()
+    assert result is not None and result.scores == {1: 1.0, 2: 1.0} and result.selected in (1, 2)
+    selection = json.loads((task.path / "selection.json").read_text())
+    assert sorted(selection["candidates"]) == [1, 2]
