@@ -178,6 +178,11 @@ class Environment(ABC):
         """Stop the recording `start_recording` began and return the mp4's bytes."""
         raise EnvError(f"{type(self).__name__} {self.name} records no video")
 
+    def address(self) -> str | None:
+        """Where a client outside reaches this environment's server (a VM's forwarded URL),
+        or None where nothing listens outside it (a local desktop's socket is private)."""
+        return None
+
     def can_checkpoint(self) -> bool:
         """Whether `checkpoint` and `restore` work here (a VM with live snapshots)."""
         return False

@@ -77,6 +77,9 @@ class QemuEnvironment(OSWorldDesktop):
     async def worker_facts(self) -> WorkerFacts:
         return replace(self._facts, network=self.vm.internet)
 
+    def address(self) -> str:
+        return self.vm.url
+
     # -- branching ----------------------------------------------------------------------
 
     def can_checkpoint(self) -> bool:

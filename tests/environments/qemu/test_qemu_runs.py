@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,64 @@ def test_branching_continues_a_rollout_from_its_checkpoint_as_k_forks(test_image
     assert result is not None and result.scores == {1: 1.0, 2: 1.0} and result.selected in (1, 2)
     selection = json.loads((task.path / "selection.json").read_text())
     assert sorted(selection["candidates"]) == [1, 2]
+
+
+def _qemus() -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"qemu-system" in (entry / "cmdline").read_bytes().split(b"\0")[0]:
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_env_up_ls_down_keep_vms_running_between_commands(test_image: BuiltImage, tmp_path: Path) -> None:
+    base = ["--base-dir", str(tmp_path / "envs")]
+    before = _qemus()
+    up = _cli(["env", "up", "--env", "qemu", "--image", str(test_image.path), "-n", "2", *base,
+               "-c", "environment.memory_mib=1024", "-c", "environment.cpus=1",
+               "-c", f"environment.base_dir={tmp_path / 'vms'}"], tmp_path)
+    assert up.returncode == 0, up.stdout + up.stderr
+    names = [line.split("\t")[0] for line in up.stdout.splitlines()]
+    assert len(names) == 2 and len(_qemus() - before) == 2  # the VMs outlive the command
+    listed = _cli(["env", "ls", *base], tmp_path).stdout
+    assert all(name in listed for name in names) and "http://127.0.0.1:" in listed
+    down = _cli(["env", "down", "--all", *base], tmp_path)
+    assert down.returncode == 0 and not (_qemus() - before)
+    assert "no desktops running" in _cli(["env", "ls", *base], tmp_path).stdout
+
+
+def test_vms_of_a_killed_owner_die_with_it(test_image: BuiltImage, tmp_path: Path) -> None:
+    """The owner killed outright: its QEMUs die (parent-death signal) and the watchdog
+    removes the pool's folder (its overlays)."""
+    script = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from environments.qemu.provider import QemuProvider\n"
+        "async def main():\n"
+        f"    async with QemuProvider(1, image=Path({str(test_image.path)!r}), memory_mib=1024, cpus=1,\n"
+        f"                            base_dir=Path({str(tmp_path / 'vms')!r})) as pool:\n"
+        "        env = await pool.acquire()\n"
+        "        print('ready', env.vm.process.pid, flush=True)\n"
+        "        await asyncio.sleep(600)\n"
+        "asyncio.run(main())\n"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        line = owner.stdout.readline() if owner.stdout else ""
+        assert line.startswith("ready"), line
+        qemu = int(line.split()[1])
+        pools = list((tmp_path / "vms" / "pools").iterdir())
+        assert len(pools) == 1 and Path(f"/proc/{qemu}").exists()
+        owner.kill()
+        owner.wait(30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (Path(f"/proc/{qemu}").exists() or pools[0].exists()):
+            time.sleep(0.2)
+        assert not Path(f"/proc/{qemu}").exists(), "QEMU outlived its owner"
+        assert not pools[0].exists(), "the watchdog left the pool's overlays behind"
+    finally:
+        owner.kill()

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from qemu_helpers import provider_for
 
 from core.protocols import EnvironmentLost
 from core.trajectory import Task
@@ -184,3 +185,29 @@ def test_kvm_is_probed_by_booting_a_kernel_and_the_verdict_is_cached(test_image:
         assert first < 40
     assert choose_accel(manifest["kernel"], None, tmp_path, want="tcg").accel == "tcg"
     assert probe_kvm.__doc__
+
+
+async def test_a_vm_with_the_internet_still_cannot_reach_this_machine(
+    test_image: BuiltImage, tmp_path: Path, snapshot_cache: Path
+) -> None:
+    """With the NAT (``network: on``), the guest's gateway 10.0.2.2 is this machine's
+    loopback: a server listening there must not be reached (the VMs' nftables table)."""
+    import socket
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("0.0.0.0", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+    try:
+        async with provider_for(test_image, tmp_path / "vms", snapshot_cache, 1, network="on") as provider:
+            env = await provider.acquire()
+            assert isinstance(env, QemuEnvironment) and env.vm.internet
+            probe = (f"python3 -c \"import socket\ntry:\n socket.create_connection(('10.0.2.2', {port}), 5); "
+                     "print('reached')\nexcept OSError as e: print('blocked', e)\"")
+            out = await _sh(env, probe)
+            assert out.startswith("blocked"), out
+            assert (await env.worker_facts()).network is True
+            provider.release(env)
+    finally:
+        server.close()
