@@ -403,9 +403,27 @@ def ensure_test_image(cache: Path | None = None, *, say: Callable[[str], None] |
                 "bytes": (work / image.name).stat().st_size}))
             shutil.rmtree(folder, ignore_errors=True)
             work.rename(folder)
+            _prune_cache(cache, keep={folder.name, base.name})
     built = json.loads((folder / "build.json").read_text())
     return BuiltImage(path=image, size_bytes=int(built["bytes"]), base_seconds=float(built["base_seconds"]),
                      assemble_seconds=float(built["assemble_seconds"]), recipe=recipe)
+
+
+def _prune_cache(cache: Path, keep: set[str]) -> None:
+    """Drop images and trees of older recipes, and the boot snapshots made of them."""
+    for old in [*cache.glob("image-*"), *cache.glob("base-*")]:
+        if old.name not in keep and old.name.split(".")[0] not in keep:
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink(missing_ok=True)
+    for snapshot in (cache / "snapshots").glob("boot-*"):
+        try:
+            layers = json.loads((snapshot / "snapshot.json").read_text())["layers"]
+        except (OSError, ValueError, KeyError):
+            continue
+        if any(str(cache) in layer["path"] and not Path(layer["path"]).exists() for layer in layers):
+            shutil.rmtree(snapshot, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
