@@ -110,7 +110,7 @@ class QemuProcess:
         process = cls(popen, QMP(ours), serial, name)
         try:
             await process.qmp.start(timeout=60.0)
-        except (EnvError, TimeoutError, OSError) as e:
+        except (EnvError, TimeoutError, OSError, EOFError, ValueError) as e:
             why = process.stderr_tail() or str(e) or type(e).__name__
             await process.kill()
             raise EnvironmentLost(f"QEMU for {name} did not start: {why}") from None

@@ -88,7 +88,7 @@ class QemuVM:
                                                   disk=[*snapshot.layers, overlay], net=net, serial=serial,
                                                   incoming=snapshot.state, binary=self.binary)
             except EnvironmentLost as e:
-                if ("hostfwd" not in str(e) and "host forwarding" not in str(e)) or attempt == 2:
+                if "forwarding" not in str(e) or attempt == 2:
                     raise
                 self.ports = {what: free_port() for what in GUEST_PORTS}  # a port was taken meanwhile
                 continue

@@ -24,7 +24,8 @@ from environments.qemu.provider import VM_FIRST_UID, VM_SLOTS, QemuProvider
 from environments.tasks import load_suite
 from environments.tasks.convert import to_core_task
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# The first test of a session may build the image and boot it cold (minutes on a fresh machine).
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
 async def _sh(env: QemuEnvironment, script: str) -> str:
@@ -166,7 +167,7 @@ async def test_qemu_is_confined_and_the_image_is_never_written(two_vms: QemuProv
     # the guest cannot reach the host (no NAT without a task that needs it)
     reach = await _sh(env, "python3 -c \"import socket; socket.create_connection(('10.0.2.2', 22), 3)\" 2>&1 || true")
     assert "Network is unreachable" in reach or "timed out" in reach or "refused" in reach
-    await _sh(env, "dd if=/dev/zero of=~/big bs=1M count=20 status=none; sync")
+    await _sh(env, "head -c 4000000 /dev/urandom > ~/big")
     two_vms.release(env)
     assert (test_image.path.stat().st_mtime_ns, test_image.path.stat().st_size) == before
     assert test_image.path.stat().st_mode & 0o222 == 0
@@ -211,3 +212,20 @@ async def test_a_vm_with_the_internet_still_cannot_reach_this_machine(
             provider.release(env)
     finally:
         server.close()
+
+
+async def test_a_tasks_set_up_state_is_snapshotted_once_and_forked(
+    test_image: BuiltImage, tmp_path: Path, snapshot_cache: Path
+) -> None:
+    task: Task = to_core_task(next(t for t in load_suite() if t.id == "terminal-make-dirs"))
+    async with provider_for(test_image, tmp_path / "vms", snapshot_cache, 2, snapshot_after_setup=True) as provider:
+        first, second = await provider.acquire(), await provider.acquire()
+        assert isinstance(first, QemuEnvironment) and isinstance(second, QemuEnvironment)
+        await asyncio.gather(first.prepare_task(task, tmp_path / "a"), second.prepare_task(task, tmp_path / "b"))
+        taken = provider.task_snapshot(task.id, False)
+        assert taken is not None and taken.label == f"task {task.id}" and taken.parent == provider.boot.id
+        assert first.vm.snapshot is second.vm.snapshot is taken  # one VM set the task up, both run from its state
+        for env in (first, second):
+            assert "xterm -T Terminal" in await _sh(env, "ps -eo args")
+        provider.release(first)
+        provider.release(second)
