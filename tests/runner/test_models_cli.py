@@ -50,7 +50,7 @@ def test_without_keys_it_resolves_and_prints_profiles_and_prices() -> None:
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
     assert "policy openai/gpt-5.2: gpt-5.x: temperature 1 only" in out
-    assert "critic (themis) anthropic/claude-sonnet-5-5: claude-opus-4.7+: no temperature" in out
+    assert "critic (themis) anthropic/claude-sonnet-5-5: claude-5.x: no temperature" in out
     assert "price:" in out and "source: anthropic-version 2026-10-21:" in out
     assert "not called: no key (OPENAI_API_KEY unset)" in out
     assert "not called: no key (ANTHROPIC_API_KEY unset)" in out

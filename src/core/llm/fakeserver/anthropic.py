@@ -14,16 +14,19 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..profiles import THINKING_BUDGETS
+from ..profiles import THINKING_BUDGETS, resolve
+from ..retry import SPEND_LIMIT_CODES
 from ..scripted import Reply
 from ..types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
 from ._decode import decode_b64
 from .base import FakeServer, WireError
 from .strict import check_anthropic
+from .thinking import anthropic_thinking_tokens
 
 __all__ = ["AnthropicServer"]
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+                403: "permission_error",
                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
                 529: "overloaded_error"}
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
@@ -96,18 +99,26 @@ class AnthropicServer(FakeServer):
         )
         return messages, config
 
-    def render(self, body: Any, reply: Reply, usage: Usage) -> dict[str, Any]:
+    def thinking(self, body: dict[str, Any], reply: Reply) -> int:
+        return anthropic_thinking_tokens(resolve(f"anthropic/{body['model']}"), body, reply)
+
+    def output_limit(self, body: dict[str, Any]) -> int | None:
+        return int(body["max_tokens"])
+
+    def render(self, body: Any, reply: Reply, usage: Usage, thinking: int) -> dict[str, Any]:
         fresh = max(usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens, 0)
-        # A thinking request is answered with a thinking block before the text, as the API does.
-        thinks = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in ("enabled", "adaptive")
-        thinking = [{"type": "thinking", "thinking": "(thought)", "signature": "local"}] if thinks else []
+        # The model thought: a thinking block comes before the text, its text omitted as by
+        # default on Claude 5.x (display "omitted").
+        blocks = [{"type": "thinking", "thinking": "", "signature": "local"}] if thinking else []
+        stop = "refusal" if reply.finish_reason == "refusal" else _STOP_REASONS.get(reply.finish_reason,
+                                                                                     reply.finish_reason)
         return {
             "id": f"msg_{uuid.uuid4().hex[:24]}",
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": [*thinking, {"type": "text", "text": reply.text}],
-            "stop_reason": _STOP_REASONS.get(reply.finish_reason, reply.finish_reason),
+            "content": [*blocks, *([{"type": "text", "text": reply.text}] if reply.text or not blocks else [])],
+            "stop_reason": stop,
             "stop_sequence": None,
             "usage": {
                 "input_tokens": fresh,
@@ -118,6 +129,11 @@ class AnthropicServer(FakeServer):
         }
 
     def error_body(self, status: int, message: str, code: str | None = None) -> dict[str, Any]:
+        if code in SPEND_LIMIT_CODES:
+            # A spend limit is a 429 rate_limit_error (402 for a linked organization) whose
+            # details name the cause; the SDK raises its own class for each code.
+            kind = _ERROR_TYPES.get(status, "api_error")
+            return {"type": "error", "error": {"type": kind, "message": message, "details": {"error_code": code}}}
         kind = code or _ERROR_TYPES.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
 

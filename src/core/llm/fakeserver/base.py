@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Self
 
 from aiohttp import web
@@ -14,6 +14,7 @@ from aiohttp import web
 from ..errors import ScriptError
 from ..scripted import Reply, Script, ScriptRequest, estimate_usage
 from ..types import ChatMessage, GenerateConfig, Usage
+from .thinking import spend
 
 __all__ = ["FakeServer", "SeenRequest", "WireError"]
 
@@ -127,8 +128,16 @@ class FakeServer(ABC):
         """Read the request as the real API would; raise `WireError` where it would refuse."""
 
     @abstractmethod
-    def render(self, body: Any, reply: Reply, usage: Usage) -> dict[str, Any]:
-        """The protocol's success body."""
+    def render(self, body: Any, reply: Reply, usage: Usage, thinking: int) -> dict[str, Any]:
+        """The protocol's success body (`thinking`: the reasoning tokens within `usage`)."""
+
+    def thinking(self, body: dict[str, Any], reply: Reply) -> int:
+        """Tokens the model thinks before `reply` (`fakeserver.thinking`); none by default."""
+        return 0
+
+    def output_limit(self, body: dict[str, Any]) -> int | None:
+        """The request's output limit, thinking included (None: the model's own)."""
+        return None
 
     @abstractmethod
     def error_body(self, status: int, message: str, code: str | None = None) -> dict[str, Any]:
@@ -184,7 +193,7 @@ class FakeServer(ABC):
 
     def _respond(self, request: web.Request, body: Any, messages: list[ChatMessage],
                  reply: Reply) -> web.StreamResponse:
-        if isinstance(reply.error, int):
+        if isinstance(reply.error, int) and reply.fault != "html":
             headers = {"retry-after": str(reply.retry_after)} if reply.retry_after is not None else {}
             headers.update(reply.headers or {})
             return self._error(reply.error, reply.message or _DEFAULT_MESSAGES.get(reply.error, "error"),
@@ -199,9 +208,22 @@ class FakeServer(ABC):
             return web.Response(text='{"id": "trunc', content_type="application/json")
         if reply.fault == "empty":
             return web.json_response({})
+        if isinstance(reply.error, int) and reply.fault == "html":
+            page = (f"<!DOCTYPE html><html><head><title>{reply.error} Bad Gateway</title></head><body><center>"
+                    f"<h1>{reply.error} Bad Gateway</h1></center><hr><center>nginx</center>" + " " * 2000
+                    + "</body></html>")
+            return web.Response(status=reply.error, text=page, content_type="text/html")
         rules = self.script.image_rules or (self.kind if self.kind in ("openai", "anthropic") else None)
-        usage = reply.usage or estimate_usage(messages, reply.text, rules)  # type: ignore[arg-type]
-        return web.json_response(self.render(body, reply, usage))
+        written = reply.refusal or reply.text if reply.finish_reason == "refusal" else reply.text
+        usage = reply.usage or estimate_usage(messages, written, rules)  # type: ignore[arg-type]
+        thought = 0
+        if reply.usage is None and reply.finish_reason == "stop":
+            spent = spend(reply.text, self.thinking(body, reply), self.output_limit(body))
+            thought = spent.thinking
+            usage = usage.model_copy(update={"output_tokens": spent.thinking + spent.text_tokens})
+            if spent.cut:
+                reply = replace(reply, text=spent.text, finish_reason="length")
+        return web.json_response(self.render(body, reply, usage, thought))
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None,
                code: str | None = None) -> web.Response:

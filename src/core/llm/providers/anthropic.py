@@ -15,7 +15,7 @@ from typing import Any
 
 import anthropic
 
-from ..errors import MalformedReplyError
+from ..errors import MalformedReplyError, RefusalError, status_line
 from ..profiles import (
     THINKING_BUDGETS,
     UnsupportedSettingError,
@@ -84,7 +84,9 @@ class AnthropicAPI(ModelAPI):
         """The keyword arguments of `messages.create` for this call."""
         profile = self.profile
         thinking = anthropic_thinking(profile, config.reasoning_effort, config.max_tokens or DEFAULT_MAX_TOKENS)
-        found = problems(profile, config, thinking="thinking" in thinking)
+        kind = thinking.get("thinking", {}).get("type")
+        thinks = kind in ("enabled", "adaptive") or (kind is None and profile.thinks_by_default)
+        found = problems(profile, config, thinking=thinks)
         if found:
             raise UnsupportedSettingError(f"{found[0]}; remove it from the config")
         system, turns = to_anthropic(messages)
@@ -93,7 +95,7 @@ class AnthropicAPI(ModelAPI):
             params["system"] = system
         if config.stop:
             params["stop_sequences"] = list(config.stop)
-        sampling = sampling_params(profile, config, thinking="thinking" in thinking)
+        sampling = sampling_params(profile, config, thinking=thinks)
         if sampling:
             # The 2.x SDK has no sampling arguments; only older API versions take them.
             params["extra_body"] = sampling
@@ -117,22 +119,25 @@ class AnthropicAPI(ModelAPI):
         fresh = int(getattr(usage, "input_tokens", 0) or 0)
         read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
         written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+        spent = Usage(input_tokens=fresh + read + written, cached_tokens=read, cache_write_tokens=written,
+                      output_tokens=int(getattr(usage, "output_tokens", 0) or 0))
         stop = getattr(response, "stop_reason", None)
-        return ModelOutput(
-            text=text,
-            model=str(getattr(response, "model", None) or self.model),
-            usage=Usage(input_tokens=fresh + read + written, cached_tokens=read,
-                        cache_write_tokens=written,
-                        output_tokens=int(getattr(usage, "output_tokens", 0) or 0)),
-            finish_reason=_STOP_REASONS.get(stop, stop) if stop else None,
-        )
+        if stop == "refusal":
+            said = " ".join(text.split())[:200]
+            raise RefusalError("the model refused to answer (stop_reason: refusal)"
+                               + (f"; it wrote: {said}" if said else ""), usage=spent)
+        return ModelOutput(text=text, model=str(getattr(response, "model", None) or self.model), usage=spent,
+                           finish_reason=_STOP_REASONS.get(stop, stop) if stop else None)
 
     def classify(self, error: BaseException) -> RetryDecision:
         if isinstance(error, anthropic.APIStatusError):
             body: dict[str, Any] = error.body if isinstance(error.body, dict) else {}
             found = body.get("error")
             detail: dict[str, Any] = found if isinstance(found, dict) else {}
-            text = f"{error.message} {detail.get('type') or ''} {detail.get('message') or ''}"
+            found_details = detail.get("details")
+            details: dict[str, Any] = found_details if isinstance(found_details, dict) else {}
+            code = getattr(error, "error_code", None) or details.get("error_code") or ""
+            text = f"{error.message} {detail.get('type') or ''} {code} {detail.get('message') or ''}"
             return decide_status(error.status_code, text, parse_retry_after(error.response.headers))
         if isinstance(error, anthropic.APITimeoutError):
             return RetryDecision.transient("timeout")
@@ -141,6 +146,11 @@ class AnthropicAPI(ModelAPI):
         if isinstance(error, anthropic.APIResponseValidationError):
             return RetryDecision.transient("malformed")  # a garbled body is the wire's fault: ask again
         return super().classify(error)
+
+    def describe(self, error: BaseException) -> str:
+        if isinstance(error, anthropic.APIStatusError):
+            return status_line(error.status_code, error.body, error.message)
+        return super().describe(error)
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import openai
 
-from ..errors import MalformedReplyError
+from ..errors import MalformedReplyError, RefusalError, status_line
 from ..profiles import UnsupportedSettingError, problems, sampling_params
 from ..provider import ModelAPI, resolve_api_key
 from ..retry import RetryDecision, decide_status, parse_retry_after
@@ -97,20 +97,24 @@ class OpenAIAPI(ModelAPI):
         content = getattr(message, "content", None)
         if message is None or not isinstance(content, (str, type(None))):
             raise MalformedReplyError("the reply's first choice has no message")
-        if content is None:
-            content = getattr(message, "refusal", None) or ""
         usage = getattr(response, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None)
-        return ModelOutput(
-            text=content,
-            model=str(getattr(response, "model", None) or self.model),
-            usage=Usage(
-                input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                cached_tokens=int(getattr(details, "cached_tokens", 0) or 0),
-            ),
-            finish_reason=getattr(choices[0], "finish_reason", None),
+        spent = Usage(
+            input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cached_tokens=int(getattr(details, "cached_tokens", 0) or 0),
+            # GPT-5.6 and later bill prompt-cache writes at their own rate (1.25x input).
+            cache_write_tokens=int(getattr(details, "cache_write_tokens", 0) or 0),
         )
+        refusal = getattr(message, "refusal", None)
+        if isinstance(refusal, str) and refusal.strip():
+            raise RefusalError(f"the model refused to answer: {' '.join(refusal.split())[:200]}", usage=spent)
+        finish = getattr(choices[0], "finish_reason", None)
+        if finish == "content_filter":
+            raise RefusalError("the provider's content filter stopped the reply (finish_reason: content_filter)",
+                               kind="content_filter", usage=spent)
+        return ModelOutput(text=content or "", model=str(getattr(response, "model", None) or self.model),
+                           usage=spent, finish_reason=finish)
 
     def classify(self, error: BaseException) -> RetryDecision:
         if isinstance(error, openai.APIStatusError):
@@ -126,6 +130,11 @@ class OpenAIAPI(ModelAPI):
         if isinstance(error, openai.APIResponseValidationError):
             return RetryDecision.transient("malformed")  # a garbled body is the wire's fault: ask again
         return super().classify(error)
+
+    def describe(self, error: BaseException) -> str:
+        if isinstance(error, openai.APIStatusError):
+            return status_line(error.status_code, error.body, error.message)
+        return super().describe(error)
 
     async def aclose(self) -> None:
         await self.client.close()
