@@ -78,6 +78,12 @@ class ChatModel:
     def name(self) -> str:
         return self.api.name
 
+    @property
+    def structured_outputs(self) -> bool:
+        """Whether a `reply_format` reaches this model as a schema its provider enforces
+        (else the caller's prompt and parser carry the contract as free text)."""
+        return self.api.profile.structured != "none"
+
     def __repr__(self) -> str:
         return f"ChatModel({self.name!r}, tags={self.tags!r})"
 

@@ -14,26 +14,14 @@ from aiohttp import web
 from ..errors import ScriptError
 from ..scripted import Reply, Script, ScriptRequest, estimate_usage
 from ..types import ChatMessage, GenerateConfig, Usage
+from .schema_rules import nonconformity
 from .thinking import spend
+from .wire import WireError
 
 __all__ = ["FakeServer", "SeenRequest", "WireError"]
 
 #: Enough for a few full-HD screenshots per request.
 MAX_BODY = 64 * 1024 * 1024
-
-
-class WireError(Exception):
-    """A request the real API would refuse; answered with `status` and the protocol's error
-    body (`code`, `param` and the error `kind` where the real body carries them)."""
-
-    def __init__(self, status: int, message: str, *, code: str | None = None, param: str | None = None,
-                 kind: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.param = param
-        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -80,6 +68,8 @@ class FakeServer(ABC):
         self.requests: list[SeenRequest] = []
         #: Requests refused by the protocol's rules, in order.
         self.refused: list[WireError] = []
+        #: Scripted replies that did not conform to the schema their request asked for.
+        self.nonconforming: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._runner: web.AppRunner | None = None
@@ -131,6 +121,11 @@ class FakeServer(ABC):
     def render(self, body: Any, reply: Reply, usage: Usage, thinking: int) -> dict[str, Any]:
         """The protocol's success body (`thinking`: the reasoning tokens within `usage`)."""
 
+    def reply_schema(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The JSON schema the request asks the reply in (`fakeserver.schema_rules`), after
+        refusing, with `WireError`, one the real service refuses; None: free text."""
+        return None
+
     def thinking(self, body: dict[str, Any], reply: Reply) -> int:
         """Tokens the model thinks before `reply` (`fakeserver.thinking`); none by default."""
         return 0
@@ -180,6 +175,7 @@ class FakeServer(ABC):
             if not isinstance(body, dict):
                 raise WireError(400, "the request body is not a JSON object")
             self.check(body, headers)
+            schema = self.reply_schema(body)
             messages, config = self.parse(body)
             reply = self.script.take(ScriptRequest(messages, config, f"http:{self.kind}"))
         except WireError as exc:
@@ -189,10 +185,10 @@ class FakeServer(ABC):
             return self._error(400, str(exc))
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        return self._respond(request, body, messages, reply)
+        return self._respond(request, body, messages, reply, schema)
 
     def _respond(self, request: web.Request, body: Any, messages: list[ChatMessage],
-                 reply: Reply) -> web.StreamResponse:
+                 reply: Reply, schema: dict[str, Any] | None = None) -> web.StreamResponse:
         if isinstance(reply.error, int) and reply.fault != "html":
             headers = {"retry-after": str(reply.retry_after)} if reply.retry_after is not None else {}
             headers.update(reply.headers or {})
@@ -223,6 +219,16 @@ class FakeServer(ABC):
             usage = usage.model_copy(update={"output_tokens": spent.thinking + spent.text_tokens})
             if spent.cut:
                 reply = replace(reply, text=spent.text, finish_reason="length")
+        if schema is not None and reply.finish_reason == "stop":
+            problem = nonconformity(schema, reply.text)
+            if problem is not None:
+                # The real service answers a structured request only in its schema: a script
+                # that does not is a broken test, failed loudly (and by `assert_done`).
+                message = (f"script {self.script.name!r}: the scripted reply does not conform to the schema "
+                           f"its request asked for ({problem}): {reply.text[:120]!r}")
+                self.nonconforming.append(message)
+                self.script.overruns.append(message)
+                return self._error(400, message)
         return web.json_response(self.render(body, reply, usage, thought))
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None,

@@ -8,6 +8,7 @@ reasons) or OpenAI's error body. The SDK's base URL is `server.base_url` (ends i
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from ..scripted import Reply
 from ..types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
 from ._decode import decode_data_url
 from .base import FakeServer, WireError
+from .schema_rules import check_openai_schema, check_valid_schema
 from .strict import check_openai
 from .thinking import openai_reasoning_tokens
 
@@ -84,6 +86,34 @@ class OpenAIServer(FakeServer):
             stop=[stop] if isinstance(stop, str) else stop,
         )
         return messages, config
+
+    def reply_schema(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        profile = resolve(f"{self.provider}/{body.get('model')}")
+        if self.provider == "vllm":
+            given = body.get("structured_outputs")
+            constraints = given if isinstance(given, dict) else {}
+            kinds = [k for k in ("json", "regex", "choice") if constraints.get(k) is not None]
+            if len(kinds) > 1:
+                raise WireError(400, "You can only use one kind of constraints for structured outputs "
+                                "('json', 'regex' or 'choice').")
+            if "json" in kinds:
+                schema = constraints["json"]
+                schema = json.loads(schema) if isinstance(schema, str) else schema
+                check_valid_schema(schema, "structured_outputs.json")
+                return schema  # type: ignore[no-any-return]
+        wanted = body.get("response_format")
+        if not isinstance(wanted, dict) or wanted.get("type") != "json_schema":
+            return None
+        if profile.structured == "none":
+            raise WireError(400, f"Invalid parameter: 'response_format' of type 'json_schema' is not supported "
+                            f"with model {body.get('model')}.", param="response_format", code="invalid_parameter")
+        if self.provider in ("openai", "openrouter"):
+            return check_openai_schema(wanted)
+        found = wanted.get("json_schema")
+        spec: dict[str, Any] = found if isinstance(found, dict) else {}
+        schema = spec.get("schema")
+        check_valid_schema(schema, "response_format.json_schema.schema")
+        return schema  # type: ignore[no-any-return]
 
     def thinking(self, body: dict[str, Any], reply: Reply) -> int:
         return openai_reasoning_tokens(resolve(f"{self.provider}/{body['model']}"), body, reply)
