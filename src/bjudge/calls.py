@@ -2,8 +2,8 @@
 
 Every judge and the narrator ask the same way: send, parse, and when the reply cannot be
 used, show the model its reply and what was wrong, at most `max_reasks` times. A call
-that finally fails at the provider (after `ChatModel`'s own retries) ends the question
-with `error` set; nothing is guessed.
+that finally fails at the provider (after `ChatModel`'s own retries: a refusal, a spend
+limit, a cut reply, ...) ends the question with `error` set; nothing is guessed.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+from pydantic import BaseModel
 
 from core.llm import CallRecord, ChatMessage, ChatModel, GenerateConfig, ModelCallError
 
@@ -59,10 +61,17 @@ async def ask(
     instruction: str,
     max_reasks: int,
     config: GenerateConfig | None = None,
+    contract: type[BaseModel] | None = None,
+    native: Callable[[str], tuple[T | None, str | None]] | None = None,
 ) -> Asked[T]:
-    """Ask until `parse` returns a value (it returns ``(value, None)`` or ``(None, problem)``)."""
+    """Ask until `parse` returns a value (it returns ``(value, None)`` or ``(None, problem)``).
+
+    With a `contract`, a model whose provider enforces JSON schemas is asked in it (native
+    structured outputs) and its reply is read by `native` instead of `parse`."""
     out: Asked[T] = Asked()
     history = list(messages)
+    if contract is not None and native is not None and model.structured_outputs:
+        config, parse = model.reply_config(config, contract), native
     for attempt in range(max_reasks + 1):
         tag = uuid.uuid4().hex
         out.attempts = attempt + 1

@@ -22,7 +22,8 @@ from .augment import AugmentedTransition, FrameMemo, augment, digest
 from .cache import FactCache, cache_key
 from .calls import ask
 from .config import NarrativeConfig
-from .parsing import parse_facts, tag_section
+from .contracts import FactsContract, read_list, thoughts_of
+from .parsing import parse_facts
 from .prompts import prompt_version, render
 from .steps import control_fact, describe_step
 
@@ -127,7 +128,8 @@ class FactGenerator:
             return found, None
 
         asked = await ask(self.model, self.messages(step, shown), module="narrative", parse=parse,
-                          instruction=_FORMAT, max_reasks=self.cfg.max_format_retries, config=self.cfg.generate)
+                          instruction=_FORMAT, max_reasks=self.cfg.max_format_retries, config=self.cfg.generate,
+                          contract=FactsContract, native=read_list(FactsContract, "facts", limit=limit, empty_ok=True))
         status: FactStatus = "ok" if asked.value is not None else ("error" if asked.error else "no_facts")
         error = None
         if asked.error:
@@ -138,7 +140,7 @@ class FactGenerator:
             step=step.index,
             facts=asked.value or [],
             status=status,
-            thoughts=tag_section(asked.reply, "thoughts") or "",
+            thoughts=thoughts_of(asked.reply),
             call_ids=asked.call_ids,
             dollars=asked.dollars,
             problem=asked.error or asked.problem,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, TextPart
+from gprm.contracts import RetrievalContract, SummaryContract
 from gprm.history import HistoryStep, history_lines
 from gprm.prompts import render
 from gprm.records import MemoryRecord
@@ -77,8 +78,8 @@ class DynamicMemory:
         problem: str | None = None
         error: str | None = None
         try:
-            reply = await self.model.generate(self._retrieval_messages(goal, lines, screenshot),
-                                              module=MODULE, config=self.config)
+            reply = await self.model.generate(self._retrieval_messages(goal, lines, screenshot), module=MODULE,
+                                              config=self.model.reply_config(self.config, RetrievalContract))
             keep = validate_retrieval(parse_list(reply.text), n)
             how: Literal["model", "fallback"] = "model"
         except ReplyError as e:
@@ -123,7 +124,8 @@ class DynamicMemory:
                     ChatMessage(role="user", content=render("memory_summary_user", goal=goal,
                                                             previous_summary=previous, lines=lines))]
         for attempt in range(self.max_reasks + 1):
-            reply = await self.model.generate(messages, module=MODULE, config=self.config)
+            reply = await self.model.generate(messages, module=MODULE,
+                                              config=self.model.reply_config(self.config, SummaryContract))
             try:
                 return parse_summary(reply.text)
             except ReplyError as e:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
+from gprm.contracts import RouteContract
 from gprm.elements import shrink_png
 from gprm.history import Candidate
 from gprm.prompts import render
@@ -202,7 +203,8 @@ class Router:
         for attempt in range(self.max_reasks + 1):
             record.calls += 1
             try:
-                reply = await self.model.generate(messages, module=MODULE, config=self.config)
+                reply = await self.model.generate(messages, module=MODULE,
+                                                  config=self.model.reply_config(self.config, RouteContract))
             except ModelCallError as e:
                 record.stop = "error"
                 record.problem = record.error = f"the routing call failed: {str(e)[:300]}"

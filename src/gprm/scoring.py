@@ -12,6 +12,7 @@ from typing import Any
 
 from core.images import decode_png, downscale, draw_marker, encode_png
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
+from gprm.contracts import ScoreContract
 from gprm.elements import shrink_png
 from gprm.history import Candidate
 from gprm.prompts import render
@@ -93,7 +94,8 @@ class Scorer:
         result = CandidateScore(index=index, thought=candidate.thought, action=candidate.action, seed=candidate.seed)
         for attempt in range(self.max_reasks + 1):
             try:
-                reply = await self.model.generate(messages, module=MODULE, config=self.config)
+                reply = await self.model.generate(messages, module=MODULE,
+                                                  config=self.model.reply_config(self.config, ScoreContract))
             except ModelCallError as e:
                 result.attempts, result.error = attempt + 1, f"{CALL_FAILED}: {str(e)[:300]}"
                 return result

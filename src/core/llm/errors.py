@@ -26,11 +26,11 @@ __all__ = [
 ]
 
 #: Reasons of a final failure that no re-ask, of the same call or the same question, can
-#: fix: the account (auth, quota, spend limit), the model (retired or unknown), a request
-#: the provider refuses as such, or the model's own refusal. A caller that re-asks on a bad reply stops on these.
+#: fix: the account (auth, quota, spend limit), the model (retired or unknown), a setting
+#: the model refuses, or the model's own refusal. A caller that re-asks on a bad reply
+#: stops on these.
 FINAL_REASONS = frozenset({"auth", "quota", "spend_limit", "model_not_found", "refusal", "content_filter",
-                           "unsupported",
-                           "bad_request", "context_length"})
+                           "unsupported"})
 
 
 class ModelError(Exception):

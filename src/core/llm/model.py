@@ -14,6 +14,8 @@ import uuid
 import weakref
 from typing import Any
 
+from pydantic import BaseModel
+
 from .errors import ModelCallError, ModelError, RefusalError, ScriptError, one_line
 from .ledger import Ledger
 from .limits import default_max_tokens
@@ -22,6 +24,7 @@ from .provider import ModelAPI, current_module, provider_class, split_name
 from .recorder import Recorder
 from .records import CallRecord
 from .retry import RetryDecision, RetryPolicy
+from .structured import ReplyFormat
 from .types import ChatMessage, GenerateConfig, ModelOutput, Usage
 
 __all__ = ["ChatModel", "TruncatedReplyError"]
@@ -77,6 +80,14 @@ class ChatModel:
     @property
     def name(self) -> str:
         return self.api.name
+
+    def reply_config(self, config: GenerateConfig | None, contract: type[BaseModel]) -> GenerateConfig:
+        """`config` asking for replies in `contract`'s schema where this model's provider
+        enforces one (native structured outputs); unchanged (free text) elsewhere."""
+        base = config or GenerateConfig()
+        if not self.structured_outputs:
+            return base
+        return base.model_copy(update={"reply_format": ReplyFormat.of(contract)})
 
     @property
     def structured_outputs(self) -> bool:

@@ -25,6 +25,7 @@ Anthropic structured outputs guide and anthropic SDK 2.14 `lib/_parse/_transform
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from typing import Any
 
@@ -69,8 +70,13 @@ class ReplyFormat(BaseModel):
     @classmethod
     def of(cls, model: type[BaseModel], name: str | None = None) -> ReplyFormat:
         """The format of `model`'s replies, named after it unless `name` is given."""
-        doc = (model.__doc__ or "").strip().split("\n\n")[0].strip() or None
-        return cls(name=name or model.__name__, json_schema=strict_schema(model), description=doc)
+        return _format_of(model, name)
+
+
+@functools.cache
+def _format_of(model: type[BaseModel], name: str | None) -> ReplyFormat:
+    doc = (model.__doc__ or "").strip().split("\n\n")[0].strip() or None
+    return ReplyFormat(name=name or model.__name__, json_schema=strict_schema(model), description=doc)
 
 
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:

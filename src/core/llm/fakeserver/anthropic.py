@@ -137,6 +137,10 @@ class AnthropicServer(FakeServer):
             return check_anthropic_schema(schema, f"tools.{forced.get('name')}.input_schema")
         return schema if isinstance(schema, dict) else None
 
+    def format_name(self, body: dict[str, Any]) -> str:
+        forced = _forced_tool(body)
+        return str(forced["name"]) if forced is not None else "reply"
+
     def thinking(self, body: dict[str, Any], reply: Reply) -> int:
         return anthropic_thinking_tokens(resolve(f"anthropic/{body['model']}"), body, reply)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import Any, Self
@@ -13,6 +14,7 @@ from aiohttp import web
 
 from ..errors import ScriptError
 from ..scripted import Reply, Script, ScriptRequest, estimate_usage
+from ..structured import ReplyFormat
 from ..types import ChatMessage, GenerateConfig, Usage
 from .schema_rules import nonconformity
 from .thinking import spend
@@ -126,6 +128,10 @@ class FakeServer(ABC):
         refusing, with `WireError`, one the real service refuses; None: free text."""
         return None
 
+    def format_name(self, body: dict[str, Any]) -> str:
+        """The name the request gives its reply format ("reply" where the protocol has none)."""
+        return "reply"
+
     def thinking(self, body: dict[str, Any], reply: Reply) -> int:
         """Tokens the model thinks before `reply` (`fakeserver.thinking`); none by default."""
         return 0
@@ -177,6 +183,10 @@ class FakeServer(ABC):
             self.check(body, headers)
             schema = self.reply_schema(body)
             messages, config = self.parse(body)
+            if schema is not None:  # scripts see what the request asked the reply in
+                name = self.format_name(body)
+                config = config.model_copy(update={"reply_format": ReplyFormat(
+                    name=name if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) else "reply", json_schema=schema)})
             reply = self.script.take(ScriptRequest(messages, config, f"http:{self.kind}"))
         except WireError as exc:
             self.refused.append(exc)

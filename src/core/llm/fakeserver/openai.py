@@ -115,6 +115,12 @@ class OpenAIServer(FakeServer):
         check_valid_schema(schema, "response_format.json_schema.schema")
         return schema  # type: ignore[no-any-return]
 
+    def format_name(self, body: dict[str, Any]) -> str:
+        wanted = body.get("response_format")
+        spec = wanted.get("json_schema") if isinstance(wanted, dict) else None
+        name = spec.get("name") if isinstance(spec, dict) else None
+        return name if isinstance(name, str) and name else "reply"
+
     def thinking(self, body: dict[str, Any], reply: Reply) -> int:
         return openai_reasoning_tokens(resolve(f"{self.provider}/{body['model']}"), body, reply)
 
