@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from core.config import ConfigError, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, TaskResult, check_name
 from environments.tasks import SUITE_DIR, TaskError
@@ -43,6 +44,7 @@ from .module_errors import summarize_errors
 from .osworld_export import ExportError, export_osworld
 from .presets import with_preset
 from .pricing import check_prices, unpriced_line
+from .progress import RetryPrinter
 from .report import write_report
 from .resume import ResumeMismatch, identity_of, read_manifest
 from .retry import check_critic
@@ -137,8 +139,9 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
                           f"pass@{result.n} {result.pass_at_n}")
 
     try:
-        done = asyncio.run(run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
-                                     concurrency=parallel, on_task=landed))
+        with watching_retries(RetryPrinter(console)):
+            done = asyncio.run(run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
+                                         concurrency=parallel, on_task=landed))
     except ResumeMismatch as e:
         raise _fail(str(e)) from None
     except KeyboardInterrupt:

@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from core.config import ConfigError, dump_config, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
 
@@ -41,7 +42,7 @@ from .models_cli import check_models, models_app
 from .module_errors import ErrorTally, summarize_errors
 from .presets import with_preset
 from .pricing import check_prices, unpriced_line
-from .progress import StepPrinter
+from .progress import RetryPrinter, StepPrinter
 from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
@@ -225,7 +226,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             assert isinstance(strategy, SingleRollout | RetryUntilSuccess)
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[StepPrinter(console, tally=ErrorTally(), ledger=ledger)])
-            with console.status(f"running {task.id} ...", spinner="dots"):
+            with console.status(f"running {task.id} ...", spinner="dots"), watching_retries(RetryPrinter(console)):
                 await strategy(run)
             if isinstance(strategy, RetryUntilSuccess):
                 for attempt in strategy.history[task.id]:

@@ -23,6 +23,7 @@ from core.llm.errors import FINAL_REASONS, one_line
 from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.llm.fakeserver.thinking import SIMULATED_THINKING
 from core.llm.limits import ANSWER_TOKENS, THINKING_ROOM
+from core.llm.notices import RetryNotice, watching_retries
 
 KEY = "sk-edges-0123456789"
 ASK = [ChatMessage(role="system", content="Judge the rollout."), ChatMessage(role="user", content="verdict?")]
@@ -169,3 +170,16 @@ async def test_the_strict_server_refuses_forced_tool_use_while_thinking() -> Non
                                          messages=[{"role": "user", "content": "hi"}])
         await client.close()
     assert "tool_choice forces tool use" in str(info.value) and "thinking.type.disabled" in str(off.value)
+
+
+async def test_each_retry_and_the_end_of_a_retried_call_are_told_to_the_progress() -> None:
+    seen: list[RetryNotice] = []
+    with watching_retries(seen.append):
+        out, _, bodies = await _call(OpenAIServer, "openai/gpt-6.1-sol",
+                                     [Reply(error=500), Reply(error=503), Reply(text="ok")], module="judge")
+        quiet, _, _ = await _call(OpenAIServer, "openai/gpt-6.1-sol", [Reply(text="ok")])
+    assert out == "ok" and quiet == "ok" and len(bodies) == 3
+    assert [(n.kind, n.attempt, n.status) for n in seen] == [("retry", 1, 500), ("retry", 2, 503), ("done", 3, 503)]
+    assert len({n.call for n in seen}) == 1 and seen[-1].succeeded  # the call without retries told nothing
+    assert seen[0].line().startswith("judge call (openai/gpt-6.1-sol) retrying: server_error (HTTP 500), attempt 1")
+    assert "answered after 3 attempts" in seen[-1].line()

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from .errors import ModelCallError, ModelError, RefusalError, ScriptError, one_line
 from .ledger import Ledger
 from .limits import default_max_tokens
+from .notices import RetryNotice, notify
 from .prices import PriceTable
 from .provider import ModelAPI, current_module, provider_class, split_name
 from .recorder import Recorder
@@ -130,8 +131,23 @@ class ChatModel:
             attempts += 1
             return await self._attempt(messages, sent, spent)
 
+        call = uuid.uuid4().hex
+        last: list[RetryDecision] = []
+
+        def retrying(number: int, decision: RetryDecision, error: BaseException, spent_s: float, wait: float) -> None:
+            last[:] = [decision]
+            notify(RetryNotice("retry", call, self.name, module, decision.reason, number, spent_s, wait,
+                               decision.status, self._clean(one_line(self.api.describe(error), 160)),
+                               tags=dict(self.tags)))
+
+        def finished(succeeded: bool) -> None:
+            if last:
+                notify(RetryNotice("done", call, self.name, module, last[0].reason, attempts,
+                                   time.perf_counter() - clock, status=last[0].status, succeeded=succeeded,
+                                   tags=dict(self.tags)))
+
         try:
-            output = await self.retry.run(attempt, self._classify)
+            output = await self.retry.run(attempt, self._classify, retrying)
         except ScriptError as exc:
             self._log(module, started, clock, spent, attempts - 1, self._clean(str(exc)), "script")
             raise
@@ -141,10 +157,12 @@ class ChatModel:
             notes = "; ".join(getattr(exc, "__notes__", ()))
             message = self._clean(f"{described} ({notes})" if notes else described)
             self._log(module, started, clock, spent, attempts - 1, message, decision.reason)
+            finished(False)
             raise ModelCallError(self.name, decision.reason, message, retries=attempts - 1,
                                  status=decision.status) from exc
         finally:
             current_module.reset(token)
+        finished(True)
         self._log(module, started, clock, spent, attempts - 1, None)
         if self.recorder is not None:
             self.recorder.record(model=self.name, module=module, messages=list(messages),

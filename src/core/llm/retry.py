@@ -123,9 +123,12 @@ class RetryPolicy(BaseModel):
         return backoff
 
     async def run(self, attempt: Callable[[], Awaitable[T]],
-                  classify: Callable[[BaseException], RetryDecision]) -> T:
+                  classify: Callable[[BaseException], RetryDecision],
+                  on_retry: Callable[[int, RetryDecision, BaseException, float, float], None] | None = None) -> T:
         """`attempt()` until it succeeds, a failure is final, or the budget or attempts run
-        out; then the last exception is raised, with a note saying why retrying stopped."""
+        out; then the last exception is raised, with a note saying why retrying stopped.
+        `on_retry(attempt, decision, error, seconds so far, wait)` hears of each retry before
+        its wait."""
         start = self.clock()
         number = 0
         while True:
@@ -148,6 +151,8 @@ class RetryPolicy(BaseModel):
                     exc.add_note(f"gave up after {number} attempts in {spent:.0f} s: the call's retry "
                                  f"budget is {self.budget:.0f} s{asked}")
                     raise
+                if on_retry is not None:
+                    on_retry(number, decision, exc, spent, pause)
                 await self.sleep(pause)
 
 
