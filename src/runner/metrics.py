@@ -3,11 +3,17 @@
 Scores come from each task's ``result.json`` (an unevaluated rollout counts 0); a rollout
 *succeeds* when its score is 1. Per group of tasks:
 
-- ``selected``: mean score of the rollout the strategy picked (no pick: 0; one rollout: it);
+- ``selected``: mean score of the rollout the strategy picked (one rollout: it; a strategy
+  that picked none without failing: 0), over the tasks whose judge did not fail;
+- ``judge_errors``: tasks whose judge failed for good (its selection carries an error):
+  never counted as a score of 0, nor as a wrong pick; ``judged`` is the tasks ``selected``
+  averages over;
+- ``critic_errors``: rollouts whose critic verdict carries an error (the retry strategy goes
+  on to the next attempt; the scores stay the evaluator's);
 - ``mean_rollout``: mean over tasks of the mean score of their rollouts;
 - ``pass_at_n``: mean over tasks of the best rollout's score (an oracle selector);
 - judge accuracy on the *judge subset*, the tasks with at least one success and one
-  failure among their rollouts: the share where the pick succeeded.
+  failure among their rollouts and a judge that answered: the share where the pick succeeded.
 
 Cost follows the shape of Behavior Judge's table 8: per module, dollars, tokens and
 seconds per task (mean, and median seconds, which API delays skew); ``rollout`` is one
@@ -16,6 +22,7 @@ rollout's agent (policy, grounding, coding, reflection) with its wall time from 
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -35,12 +42,14 @@ __all__ = [
     "BenchMetrics",
     "GroupMetrics",
     "ModuleCost",
+    "TaskErrors",
     "compute_metrics",
     "domain_of",
     "format_metrics",
     "group_metrics",
     "read_metrics",
     "selected_score",
+    "task_errors",
     "write_metrics",
 ]
 
@@ -65,6 +74,10 @@ class GroupMetrics:
     pass_at_n: float = 0.0
     judge_subset: int = 0
     judge_correct: int = 0
+    #: Tasks `selected` averages over: those whose judge did not fail.
+    judged: int = 0
+    judge_errors: int = 0
+    critic_errors: int = 0
 
     @property
     def judge_accuracy(self) -> float | None:
@@ -114,24 +127,55 @@ def selected_score(result: TaskResult) -> float:
     return 0.0
 
 
-def group_metrics(results: list[TaskResult]) -> GroupMetrics:
-    """Rates over `results` (see the module's docstring)."""
+@dataclass(frozen=True)
+class TaskErrors:
+    """What failed for good on one task besides its rollouts: its judge, its critic's verdicts."""
+
+    judge: bool = False
+    critic: int = 0
+
+
+def group_metrics(results: list[TaskResult], errors: dict[str, TaskErrors] | None = None) -> GroupMetrics:
+    """Rates over `results` (see the module's docstring); `errors` by task id."""
+    errors = errors or {}
     g = GroupMetrics(tasks=len(results))
     if not results:
         return g
     for r in results:
+        failed = errors.get(r.task_id, TaskErrors())
+        g.critic_errors += failed.critic
         scores = [s or 0.0 for s in r.scores.values()] or [0.0]
-        g.selected += selected_score(r)
         g.mean_rollout += sum(scores) / len(scores)
         g.pass_at_n += max(scores)
+        if failed.judge:
+            g.judge_errors += 1  # an error, not a pick scoring 0 and not a wrong pick
+            continue
+        g.judged += 1
+        g.selected += selected_score(r)
         wins = [_success(s) for s in r.scores.values()]
         if any(wins) and not all(wins):
             g.judge_subset += 1
             g.judge_correct += _success(r.selected_score) if r.selected is not None else 0
-    g.selected /= len(results)
+    g.selected = g.selected / g.judged if g.judged else 0.0
     g.mean_rollout /= len(results)
     g.pass_at_n /= len(results)
     return g
+
+
+def task_errors(layout: RunLayout, task_id: str) -> TaskErrors:
+    """The judge's and critic's final failures recorded for a task (blocking: reads files)."""
+    task = layout.task(task_id)
+    selection = task.read_selection()
+    judge = bool(selection is not None and selection.error and not selection.strategy.startswith("retry-"))
+    critic = 0
+    for k in task.rollout_indices():
+        for verdict in task.rollout(k).path.glob("critic-*.json"):
+            try:
+                data = json.loads(verdict.read_bytes())
+            except (OSError, ValueError):
+                continue
+            critic += bool(isinstance(data, dict) and data.get("error"))
+    return TaskErrors(judge=judge, critic=critic)
 
 
 def _costs(layout: RunLayout, records: list[CallRecord], tasks: list[str]) -> dict[str, ModuleCost]:
@@ -189,10 +233,11 @@ def compute_metrics(layout: RunLayout, domains: dict[str, str] | None = None) ->
     by_domain: dict[str, list[TaskResult]] = defaultdict(list)
     for task_id, result in results.items():
         by_domain[domain_of(domains, task_id)].append(result)
+    errors = {task_id: task_errors(layout, task_id) for task_id in results}
     records = Ledger.read(layout.ledger_path) if layout.ledger_path.exists() else []
     return BenchMetrics(
-        overall=group_metrics(list(results.values())),
-        domains={d: group_metrics(rs) for d, rs in by_domain.items()},
+        overall=group_metrics(list(results.values()), errors),
+        domains={d: group_metrics(rs, errors) for d, rs in by_domain.items()},
         modules=_costs(layout, records, sorted(results)),
         n=max((r.n for r in results.values()), default=0),
     )
@@ -210,8 +255,6 @@ def write_metrics(layout: RunLayout, metrics: BenchMetrics) -> Path:
 
 def read_metrics(layout: RunLayout) -> dict[str, Any] | None:
     """``summary.json`` as written, or None."""
-    import json
-
     try:
         data = json.loads((layout.path / SUMMARY_FILE).read_bytes())
     except FileNotFoundError:
@@ -225,12 +268,15 @@ def _pct(x: float | None) -> str:
 
 def format_metrics(metrics: BenchMetrics) -> str:
     """The rates per domain and overall, then the cost per module, as plain-text tables."""
-    head = f"{'domain':<22}{'tasks':>6}{'selected %':>12}{'mean %':>9}{f'pass@{metrics.n} %':>12}{'judge acc %':>13}{'subset':>8}"
+    head = (f"{'domain':<22}{'tasks':>6}{'selected %':>12}{'mean %':>9}{f'pass@{metrics.n} %':>12}"
+            f"{'judge acc %':>13}{'subset':>8}{'judge err':>11}{'critic err':>12}")
     lines = [head]
     rows = [*sorted(metrics.domains.items()), ("overall", metrics.overall)]
     for name, g in rows:
-        lines.append(f"{name:<22}{g.tasks:>6}{_pct(g.selected):>12}{_pct(g.mean_rollout):>9}"
-                     f"{_pct(g.pass_at_n):>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}")
+        selected = _pct(g.selected if g.judged else None)
+        lines.append(f"{name:<22}{g.tasks:>6}{selected:>12}{_pct(g.mean_rollout):>9}"
+                     f"{_pct(g.pass_at_n):>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}"
+                     f"{g.judge_errors:>11}{g.critic_errors:>12}")
     if metrics.modules:
         lines += ["", f"{'per task':<22}" + "".join(f"{m:>12}" for m in metrics.modules)]
         for label, key, fmt in (("calls", "calls", "{:.0f}"), ("dollars", "dollars", "{:.4f}"),
@@ -238,4 +284,7 @@ def format_metrics(metrics: BenchMetrics) -> str:
                                 ("median seconds", "median_seconds", "{:.1f}")):
             lines.append(f"{label:<22}" + "".join(f"{fmt.format(getattr(c, key)):>12}" for c in metrics.modules.values()))
         lines.append("(rollout: per rollout, its agent's calls and wall time; other modules: per task)")
+    if metrics.overall.judge_errors:
+        lines.append(f"(selected %: over the {metrics.overall.judged} tasks whose judge answered; a failed judge is "
+                     "an error, not a score of 0)")
     return "\n".join(lines)
