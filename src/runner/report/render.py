@@ -77,19 +77,22 @@ def _models(rows: list[ModuleModels]) -> str:
 
 def _errors(tally: ErrorTally) -> str:
     """Failures per module, at the top of the page so they cannot be missed."""
-    calls = ", ".join(f"{escape(m)} {n}" for m, n in sorted(tally.failed_calls.items()))
+    calls = ", ".join(f"{escape(m)} {n}" + (f" ({escape(tally.kind_text(m))})" if tally.kinds.get(m) else "")
+                      for m, n in sorted(tally.failed_calls.items()))
     calls_line = (f"<p class=\"error\">Model calls that failed for good (after retries), from the ledger: "
                   f"{calls}.</p>") if calls else ""
     if not tally.failed:
         head = "<h2 class=\"error\">errors: some model calls failed</h2>" if calls else "<h2>errors</h2>"
         return (f'<section id="errors">{head}<p>No module record says it failed: every guide, narrator, '
                 f"judge, critic and policy record succeeded.</p>{calls_line}</section>")
-    rows = ["<tr><th>module</th><th>records</th><th>failed</th><th>share</th><th>first failure</th></tr>"]
+    rows = ["<tr><th>module</th><th>records</th><th>failed</th><th>share</th><th>kinds of failed calls</th>"
+            "<th>first failure</th></tr>"]
     for name, c in tally.counts.items():
         if not c.total:
             continue
         klass = ' class="error"' if c.errors else ""
         rows.append(f"<tr{klass}><td>{escape(name)}</td><td>{c.total}</td><td>{c.errors}</td><td>{c.share:.0%}</td>"
+                    f'<td style="text-align:left">{escape(tally.kind_text(name))}</td>'
                     f'<td style="text-align:left">{escape(c.first or "")}</td></tr>')
     return ('<section id="errors"><h2 class="error">errors: some modules failed</h2>'
             "<p>These records say a module's calls failed for good (after retries); such a step was not "
