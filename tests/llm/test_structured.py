@@ -73,6 +73,12 @@ def test_a_recursive_contract_has_no_strict_schema() -> None:
     with pytest.raises(SchemaError, match="recursive"):
         strict_schema(Node)
 
+    class Loose(BaseModel):
+        arguments: dict[str, str]
+
+    with pytest.raises(SchemaError, match="free-form object"):
+        strict_schema(Loose)  # closing it would leave it always empty
+
 
 @pytest.mark.parametrize(("server_cls", "name"), [
     (OpenAIServer, "openai/gpt-6.1-sol"),

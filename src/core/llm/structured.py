@@ -110,6 +110,10 @@ def _strict(node: dict[str, Any], defs: dict[str, Any], seen: tuple[str, ...]) -
     if "items" in node and isinstance(node["items"], dict):
         node["items"] = _strict(node["items"], defs, seen)
     if node.get("type") == "object" or "properties" in node:
+        if "properties" not in node and node.get("additionalProperties", True) is not False:
+            # A free-form mapping (dict[str, X]) has no strict form: closing it would leave it
+            # always empty, so the contract must name its keys.
+            raise SchemaError("a free-form object (a dict) has no strict schema: give the contract named fields")
         props = {k: _strict(v, defs, seen) for k, v in (node.get("properties") or {}).items()}
         node.update(type="object", properties=props, required=list(props), additionalProperties=False)
     return node
