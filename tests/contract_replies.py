@@ -74,15 +74,26 @@ _TAG = re.compile(r"<(thoughts|answer|facts|key_points|eval)>(.*?)(?:</\1>|$)", 
 
 
 def _from_free(contract: type[BaseModel], text: str) -> dict[str, Any]:
-    """A scripted free-text reply (the prompts' tag formats, a bare list or sentence) as the
-    contract's fields; only for the scripts' own replies, never a model's."""
+    """A scripted free-text reply (the prompts' tag formats, a bare list or sentence, the
+    scripts' shorthand JSON) as the contract's fields; only for the scripts' own replies,
+    never a model's."""
     tags = {name: body.strip() for name, body in _TAG.findall(text)}
     fields = contract.model_fields
-    if "eval" in tags:
-        return json.loads(tags["eval"])
     stripped = text.strip()
+    if "eval" in tags:
+        stripped = tags["eval"]
     if stripped.startswith("{"):
-        return json.loads(stripped)
+        data = json.loads(stripped)
+        if "actions" in fields:  # the router: each call's arguments as the contract names them
+            data.setdefault("thought", "")
+            data["actions"] = [{"name": a["name"], "arguments": {"target": (a.get("arguments") or {}).get("target"),
+                                                                 "answer": (a.get("arguments") or {}).get("answer")}}
+                               for a in data.get("actions", [])]
+        if contract.__module__ == "gprm.contracts":  # the guide's scripts leave text fields out
+            for name, info in fields.items():
+                if name not in data and info.annotation is str:
+                    data[name] = ""
+        return data  # type: ignore[no-any-return]
     if stripped.startswith("[") and "steps" in fields:
         return {"steps": json.loads(stripped)}
     out: dict[str, Any] = {}
@@ -98,13 +109,14 @@ def _from_free(contract: type[BaseModel], text: str) -> dict[str, Any]:
     return out
 
 
-def structured(reply: Callable[[ScriptRequest], str]) -> Callable[[ScriptRequest], str]:
+def structured(reply: Callable[[ScriptRequest], Any]) -> Callable[[ScriptRequest], Any]:
     """`reply` answering a structured request with the JSON its schema asks for, made from the
-    free text or shorthand JSON it scripts; free-text requests get its text unchanged."""
+    free text or shorthand JSON it scripts; free-text requests (and replies that are not text:
+    a `Reply`, None) get what it returns unchanged."""
 
-    def answer(request: ScriptRequest) -> str:
+    def answer(request: ScriptRequest) -> Any:
         text = reply(request)
-        if not wants_json(request):
+        if not isinstance(text, str) or not wants_json(request):
             return text
         fmt = request.config.reply_format
         assert fmt is not None

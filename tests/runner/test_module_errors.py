@@ -221,7 +221,8 @@ _REFUSED = {
     "guide": (["--guide", "gprm", "--candidates", "2", "--guide-model", "openai/guide", "--rollouts", "1",
                "--judge", "none", "-c", "guide.model.base_url={url}"], ["errors: guide 5/5"]),
     "judge": (["--rollouts", "2", "--judge", "bjudge", "-c", "wide.judge_model.model=openai/judge",
-               "-c", "wide.judge_model.base_url={url}"], ["errors: narrative 2/2, judge 1/1"]),
+               "-c", "wide.judge_model.base_url={url}"],
+              ["errors: narrative 2/2 (bad_request", "judge 1/1 (bad_request 1)"]),
     "critic": (["--strategy", "retry", "--attempts", "2", "--critic", "themis", "--critic-model", "openai/critic",
                 "-c", "critic.model.base_url={url}"], ["errors: critic 2/2"]),
 }
