@@ -1,9 +1,9 @@
 """Tokens of native structured outputs against free text, per JSON-contract role, on the same
 corpus of replies.
 
-For each role, every reply of the role's parser corpus (tests/*/corpus: replies in the
-styles models write, reasoning before the answer, fences, drafts, ...) is read by the role's
-own free-text parser. For the replies it reads, the same answer is written as the role's
+For each role, every reply of the role's parser corpus (tests/*/corpus/*.yaml through
+tests/reply_roles.py: replies in the styles models write, reasoning before the answer,
+fences, drafts, ...) is read by the role's own free-text parser. For the replies it reads, the same answer is written as the role's
 structured reply: the one JSON object of its contract (what a model held to the schema
 writes; compact separators). Per role the script prints, side by side:
 
@@ -36,149 +36,97 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel
 
-from bjudge.contracts import FactsContract, choice_contract
-from bjudge.parsing import parse_choice, parse_facts, tag_section
+from bjudge import AnswerReply, FactsReply, KeyPointsReply
+from bjudge.parsing import tag_section
 from core.llm.structured import ReplyFormat, for_provider
-from gprm.contracts import RouteContract, ScoreContract, SummaryContract
-from gprm.replies import ReplyError, parse_score, parse_summary
-from gprm.routing import RoutingReplyError, parse_routing
-from themis.asking import parse_reply
-from themis.prompts import render as themis_render
-from themis.schemas import JudgeReply, ReviewerReply, SelectorReply, VerifierReply
+from gprm import RetrievalReply, RoutingRequest, ScoreReply, parse_score
+from gprm.contracts import SummaryContract
+from gprm.replies import parse_list
+from gprm.routing import parse_routing
+from themis import schemas
 
 ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from reply_roles import ROLES, judge  # noqa: E402  (the corpora's reader registry)
+
 #: Tokens of the one line of feedback a re-ask sends.
 FEEDBACK = 30
-CORPORA = ROOT / "tests"
-#: A reply of `contract` from a corpus entry, or None when the free-text parser refuses it.
-Reader = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
 def tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def entries(*names: str) -> Iterator[dict[str, Any]]:
-    """The corpus entries of `names` (tests/<dir>/corpus/<role>.jsonl or .yaml)."""
-    for name in names:
-        for suffix in (".jsonl", ".yaml"):
-            path = CORPORA / f"{name}{suffix}"
-            if not path.exists():
-                continue
-            if suffix == ".jsonl":
-                yield from (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-            else:
-                yield from yaml.safe_load(path.read_text()) or []
+def _thoughts(reply: str) -> str:
+    return tag_section(reply, "thoughts") or ""
 
 
-def _themis(schema: type[BaseModel]) -> Reader:
-    def read(entry: dict[str, Any]) -> dict[str, Any] | None:
-        try:
-            return parse_reply(str(entry["reply"]), schema, None).model_dump(mode="json")
-        except ValueError:
-            return None
-    return read
+def _themis(name: str) -> tuple[type[BaseModel], Callable[[dict[str, Any], Any], dict[str, Any]]]:
+    model: type[BaseModel] = getattr(schemas, name)
+    return model, lambda entry, value: model.model_validate(value).model_dump(mode="json")
 
 
-def _choice(entry: dict[str, Any]) -> dict[str, Any] | None:
-    n = int(entry.get("n", 3))
-    found = parse_choice(str(entry["reply"]), 1, n)
-    if found.value is None:
-        return None
-    return {"thoughts": tag_section(str(entry["reply"]), "thoughts") or "", "answer": found.value}
+def _score(entry: dict[str, Any], value: Any) -> dict[str, Any]:
+    _, obj = parse_score(entry["reply"], action=entry.get("action", "click(element='Save')"))
+    return {"score": value, "reason": str(obj.get("reason") or ""), "original_step": str(obj.get("original_step") or "")}
 
 
-def _facts(entry: dict[str, Any]) -> dict[str, Any] | None:
-    found = parse_facts(str(entry["reply"]))
-    if found is None:
-        return None
-    return {"thoughts": tag_section(str(entry["reply"]), "thoughts") or "", "facts": found}
+def _route(entry: dict[str, Any], value: Any) -> dict[str, Any]:
+    parsed = parse_routing(entry["reply"])
+    return {"thought": parsed.thought or "", "actions": [{"name": name, "arguments": {
+        "target": args.get("target"), "answer": args.get("answer")}} for name, args in parsed.actions]}
 
 
-def _score(entry: dict[str, Any]) -> dict[str, Any] | None:
+#: Role (as tests/reply_roles.py names it) -> its contract, and its answer in the contract.
+CONTRACTS: dict[str, tuple[type[BaseModel], Callable[[dict[str, Any], Any], dict[str, Any]]]] = {
+    **{f"themis.{role}": _themis(name) for role, name in (
+        ("selector", "SelectorReply"), ("verifier", "VerifierReply"), ("reviewer", "ReviewerReply"),
+        ("judge", "JudgeReply"), ("lastk", "LastKReply"), ("sequential", "SequentialReply"))},
+    "bjudge.mcq": (AnswerReply, lambda e, v: {"thoughts": _thoughts(e["reply"]), "answer": v}),
+    "bjudge.score": (AnswerReply, lambda e, v: {"thoughts": _thoughts(e["reply"]), "answer": v}),
+    "bjudge.key_points": (KeyPointsReply, lambda e, v: {"thoughts": _thoughts(e["reply"]), "key_points": v}),
+    "bjudge.narrator": (FactsReply, lambda e, v: {"thoughts": _thoughts(e["reply"]), "facts": v}),
+    "gprm.scorer": (ScoreReply, _score),
+    "gprm.router": (RoutingRequest, _route),
+    "gprm.memory": (RetrievalReply, lambda e, v: {"history": parse_list(e["reply"])}),
+    "gprm.summary": (SummaryContract, lambda e, v: {"summary": v}),
+}
+#: The system prompt of each role, rendered as a run renders it (its size, in both modes).
+PROMPTS: dict[str, Callable[[], str]] = {
+    "themis.selector": lambda: _render("themis", "selector_initial_system", prompts="paper"),
+    "themis.verifier": lambda: _render("themis", "verifier_system", prompts="paper"),
+    "themis.reviewer": lambda: _render("themis", "reviewer_system", prompts="paper"),
+    "themis.judge": lambda: _render("themis", "judge_system", prompts="paper"),
+    "themis.lastk": lambda: _render("themis", "lastk_system"),
+    "themis.sequential": lambda: _render("themis", "sequential_system"),
+    "bjudge.mcq": lambda: _render("bjudge", "judge_system", n=3, task="the task", cite=True,
+                                  representation="narrative"),
+    "bjudge.score": lambda: _render("bjudge", "score_system", task="the task"),
+    "bjudge.key_points": lambda: _render("bjudge", "webjudge_key_points", task="the task"),
+    "bjudge.narrator": lambda: _render("bjudge", "narrative_system"),
+    "gprm.scorer": lambda: _render("gprm", "score_system", previous=None),
+    "gprm.router": lambda: _render("gprm", "routing_system", tools=[], first=True),
+    "gprm.memory": lambda: _render("gprm", "memory_retrieve_system"),
+    "gprm.summary": lambda: _render("gprm", "memory_summary_system"),
+}
+
+
+def _render(room: str, name: str, **values: Any) -> str:
+    import importlib
+
+    render = importlib.import_module(f"{room}.prompts").render
     try:
-        score, obj = parse_score(str(entry["reply"]))
-    except ReplyError:
-        return None
-    return {"score": score, "reason": str(obj.get("reason") or ""), "original_step": str(obj.get("original_step") or "")}
-
-
-def _route(entry: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        parsed = parse_routing(str(entry["reply"]))
-    except (RoutingReplyError, ReplyError):
-        return None
-    calls = []
-    for name, args in parsed.actions:
-        if name not in ("ui_parser", "point", "terminate"):
-            return None
-        calls.append({"name": name, "arguments": {"target": args.get("target"), "answer": args.get("answer")}})
-    return {"thought": parsed.thought or "", "actions": calls}
-
-
-def _summary(entry: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        return {"summary": parse_summary(str(entry["reply"]))}
-    except ReplyError:
-        return None
-
-
-@dataclass(frozen=True)
-class Role:
-    name: str
-    corpus: tuple[str, ...]
-    contract: type[BaseModel]
-    read: Reader
-    prompt: str
-
-
-def _prompt(name: str) -> str:
-    try:
-        return themis_render(name, prompts="paper")
-    except Exception:  # a role whose prompt needs run data: measured without it
+        return str(render(name, **values))
+    except Exception:  # a template that needs run data: measured without it
         return ""
-
-
-def _gprm_prompt(name: str) -> str:
-    from gprm.prompts import render
-    try:
-        return render(name, previous=None, tools=[], first=True)
-    except Exception:
-        return ""
-
-
-def _bjudge_prompt(name: str, **values: Any) -> str:
-    from bjudge.prompts import render
-    try:
-        return render(name, **values)
-    except Exception:
-        return ""
-
-
-ROLES = [
-    Role("themis selector", ("themis/corpus/selector",), SelectorReply, _themis(SelectorReply),
-         _prompt("selector_initial_system")),
-    Role("themis verifier", ("themis/corpus/verifier",), VerifierReply, _themis(VerifierReply),
-         _prompt("verifier_system")),
-    Role("themis reviewer", ("themis/corpus/reviewer",), ReviewerReply, _themis(ReviewerReply),
-         _prompt("reviewer_system")),
-    Role("themis judge", ("themis/corpus/judge",), JudgeReply, _themis(JudgeReply), _prompt("judge_system")),
-    Role("gui-pra scorer", ("gprm/corpus/scorer",), ScoreContract, _score, _gprm_prompt("score_system")),
-    Role("gui-pra router", ("gprm/corpus/router",), RouteContract, _route, _gprm_prompt("routing_system")),
-    Role("gui-pra memory", ("gprm/corpus/summary",), SummaryContract, _summary,
-         _gprm_prompt("memory_summary_system")),
-    Role("bjudge mcq judge", ("bjudge/corpus/judge",), choice_contract(1, 3), _choice,
-         _bjudge_prompt("judge_system", n=3, task="the task", cite=True, representation="narrative")),
-    Role("bjudge narrator", ("bjudge/corpus/narrator",), FactsContract, _facts, _bjudge_prompt("narrative_system")),
-]
 
 
 @dataclass
@@ -186,6 +134,8 @@ class Row:
     role: str
     size: int = 0
     read: int = 0
+    refused: int = 0
+    misread: int = 0
     free_out: float = 0.0
     json_out: float = 0.0
     schema_openai: int = 0
@@ -194,7 +144,8 @@ class Row:
 
     @property
     def reasks(self) -> int:
-        return self.size - self.read
+        """Corpus replies the free-text parser refuses: each a billed second call."""
+        return self.refused
 
     @property
     def delta(self) -> float:
@@ -215,31 +166,34 @@ class Row:
         return self.delta - self.reask_per_call
 
 
-def measure(role: Role) -> Row:
+def measure(role: Any) -> Row:
+    contract, answer = CONTRACTS[role.name]
     row = Row(role.name)
-    fmt = ReplyFormat.of(role.contract)
+    fmt = ReplyFormat.of(contract)
     row.schema_openai = tokens(json.dumps(for_provider(fmt.json_schema, "openai_strict")))
     row.schema_anthropic = tokens(json.dumps(for_provider(fmt.json_schema, "anthropic")))
-    row.prompt = tokens(role.prompt)
+    row.prompt = tokens(PROMPTS[role.name]())
     free: list[int] = []
     structured: list[int] = []
-    for entry in entries(*role.corpus):
+    for entry in role.entries():
         row.size += 1
-        value = role.read(entry)
-        if value is None:
+        outcome = judge(role, entry)
+        if outcome.kind != "exact" or "read" not in entry:
+            row.refused += outcome.kind != "misread"
+            row.misread += outcome.kind == "misread"
             continue
-        contract = choice_contract(1, int(entry.get("n", 3))) if "answer" in value else role.contract
-        answer = contract.model_validate(value).model_dump_json()
+        value = role.read(entry)
+        reply = contract.model_validate(answer(entry, value)).model_dump_json()
         row.read += 1
         free.append(tokens(str(entry["reply"])))
-        structured.append(tokens(json.dumps(json.loads(answer), separators=(", ", ": "))))
+        structured.append(tokens(json.dumps(json.loads(reply), separators=(", ", ": "))))
     row.free_out = sum(free) / len(free) if free else 0.0
     row.json_out = sum(structured) / len(structured) if structured else 0.0
     return row
 
 
 def main() -> None:
-    rows = [measure(role) for role in ROLES]
+    rows = [measure(role) for role in ROLES if role.name in CONTRACTS]
     head = (f"{'role':<20}{'corpus':>7}{'read':>6}{'re-asks':>9}{'free out':>10}{'json out':>10}"
             f"{'schema in (oai/claude)':>24}{'prompt in':>11}{'delta/call':>12}{'re-ask/call >=':>16}{'net <=':>9}")
     print("ESTIMATED tokens (about 4 characters a token), per call")

@@ -29,18 +29,16 @@ def reply_in(request: ScriptRequest, free: str, fields: dict[str, Any]) -> str:
 
 def _contracts() -> dict[str, type[BaseModel]]:
     """Every reply contract by the name its format is sent under."""
-    from bjudge import contracts as judging
+    from bjudge import parsing as judging
     from gprm import contracts as guide
+    from gprm import memory, replies, routing
     from themis import schemas
 
     found: dict[str, type[BaseModel]] = {}
-    for module in (schemas, guide, judging):
+    for module in (schemas, guide, judging, memory, replies, routing):
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == module.__name__:
                 found[value.__name__] = value
-    for high in range(1, 21):  # the judges' choice contracts, made per number of candidates
-        choice = judging.choice_contract(1, high)
-        found[choice.__name__] = choice
     return found
 
 
@@ -89,13 +87,13 @@ def _from_free(contract: type[BaseModel], text: str) -> dict[str, Any]:
             data["actions"] = [{"name": a["name"], "arguments": {"target": (a.get("arguments") or {}).get("target"),
                                                                  "answer": (a.get("arguments") or {}).get("answer")}}
                                for a in data.get("actions", [])]
-        if contract.__module__ == "gprm.contracts":  # the guide's scripts leave text fields out
+        if contract.__module__.startswith("gprm."):  # the guide's scripts leave text fields out
             for name, info in fields.items():
                 if name not in data and info.annotation is str:
                     data[name] = ""
         return data  # type: ignore[no-any-return]
-    if stripped.startswith("[") and "steps" in fields:
-        return {"steps": json.loads(stripped)}
+    if stripped.startswith("[") and "history" in fields:
+        return {"history": json.loads(stripped)}
     out: dict[str, Any] = {}
     if "thoughts" in fields:
         out["thoughts"] = tags.get("thoughts", "")

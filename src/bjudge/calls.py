@@ -8,6 +8,7 @@ limit, a cut reply, ...) ends the question with `error` set; nothing is guessed.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,9 +18,10 @@ from pydantic import BaseModel
 
 from core.llm import CallRecord, ChatMessage, ChatModel, GenerateConfig, ModelCallError
 
+from .parsing import tag_section
 from .prompts import render
 
-__all__ = ["Asked", "ask", "cost_of"]
+__all__ = ["Asked", "ask", "cost_of", "thoughts_of"]
 
 T = TypeVar("T")
 
@@ -62,16 +64,15 @@ async def ask(
     max_reasks: int,
     config: GenerateConfig | None = None,
     contract: type[BaseModel] | None = None,
-    native: Callable[[str], tuple[T | None, str | None]] | None = None,
 ) -> Asked[T]:
     """Ask until `parse` returns a value (it returns ``(value, None)`` or ``(None, problem)``).
 
-    With a `contract`, a model whose provider enforces JSON schemas is asked in it (native
-    structured outputs) and its reply is read by `native` instead of `parse`."""
+    With a `contract` (the JSON form of the answer `parse` also reads), a model whose
+    provider enforces JSON schemas is asked in it: native structured outputs."""
     out: Asked[T] = Asked()
     history = list(messages)
-    if contract is not None and native is not None and model.structured_outputs:
-        config, parse = model.reply_config(config, contract), native
+    if contract is not None:
+        config = model.reply_config(config, contract)
     for attempt in range(max_reasks + 1):
         tag = uuid.uuid4().hex
         out.attempts = attempt + 1
@@ -106,3 +107,14 @@ def cost_of(asked: list[Asked[T]]) -> tuple[list[str], float]:
     """All call ids and dollars over several questions."""
     ids = [i for a in asked for i in a.call_ids]
     return ids, sum(a.dollars for a in asked)
+
+
+def thoughts_of(reply: str) -> str:
+    """The reasoning of a judge's or narrator's reply: the ``thoughts`` field of a structured
+    (JSON) one, else its ``<thoughts>`` section; empty when it has none."""
+    try:
+        value = json.loads(reply)
+    except ValueError:
+        return tag_section(reply, "thoughts") or ""
+    found = value.get("thoughts") if isinstance(value, dict) else None
+    return found if isinstance(found, str) else ""

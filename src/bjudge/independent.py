@@ -13,12 +13,11 @@ from collections.abc import Sequence
 from core.llm import ChatMessage, ChatModel, Part, TextPart
 from core.trajectory import Selection
 
-from .calls import Asked, ask, cost_of
+from .calls import Asked, ask, cost_of, thoughts_of
 from .candidates import Candidate
 from .config import JudgeConfig
-from .contracts import choice_contract, read_choice, thoughts_of
 from .mcq import failed_for_good, opening
-from .parsing import parse_choice
+from .parsing import AnswerReply, parse_choice
 from .prompts import render
 
 __all__ = ["IndependentJudge"]
@@ -43,8 +42,7 @@ class IndependentJudge:
 
         return await ask(self.model, messages, module="judge", parse=parse,
                          instruction="End your reply with <answer>s</answer>, s one integer from 1 to 5.",
-                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=choice_contract(1, 5),
-                         native=lambda text: read_choice(text, 1, 5))
+                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=AnswerReply)
 
     async def __call__(self, task: str, candidates: Sequence[Candidate]) -> Selection:
         start = opening(self.name, self.cfg, candidates)

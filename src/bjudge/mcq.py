@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from core.llm import ChatModel
 from core.trajectory import Selection
 
-from .calls import cost_of
+from .calls import cost_of, thoughts_of
 from .candidates import Candidate
 from .compare import compare
 from .config import JudgeConfig
-from .contracts import thoughts_of
 
 __all__ = ["MCQJudge", "Opening", "draw_seed", "failed_for_good", "opening", "strategy_name"]
 

@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from core.llm import ChatModel
 from core.trajectory import Selection
 
-from .calls import Asked, cost_of
+from .calls import Asked, cost_of, thoughts_of
 from .candidates import Candidate
 from .compare import compare
 from .config import JudgeConfig
-from .contracts import thoughts_of
 from .mcq import failed_for_good, opening
 
 __all__ = ["PairwiseJudge"]

@@ -15,23 +15,19 @@ import asyncio
 from collections.abc import Sequence
 
 from core.llm import ChatMessage, ChatModel, ImagePart, Part, TextPart
+from core.replies import ReplyProblem
 from core.trajectory import Selection
 
-from .calls import Asked, ask, cost_of
+from .calls import Asked, ask, cost_of, thoughts_of
 from .candidates import Candidate
 from .config import JudgeConfig
-from .contracts import KeyPointsContract, choice_contract, read_choice, read_list, thoughts_of
 from .mcq import failed_for_good, opening
-from .parsing import parse_choice, parse_items
+from .parsing import AnswerReply, KeyPointsReply, parse_choice, read_items
 from .prompts import render
 
 __all__ = ["WebJudge"]
 
 _SCORE = "End your reply with <answer>s</answer>, s one integer from 1 to 5."
-
-
-def _native_score(text: str) -> tuple[int | None, str | None]:
-    return read_choice(text, 1, 5)
 
 
 def _score(text: str) -> tuple[int | None, str | None]:
@@ -48,21 +44,22 @@ class WebJudge:
 
     async def key_points(self, task: str) -> Asked[list[str]]:
         def parse(text: str) -> tuple[list[str] | None, str | None]:
-            found = parse_items(text, "key_points")
-            return (found, None) if found else (None, "it has no non-empty <key_points>...</key_points> list")
+            try:
+                found = read_items(text, "key_points")
+            except ReplyProblem as exc:
+                return None, str(exc)
+            return (found, None) if found else (None, "the <key_points> list is empty; name every requirement")
 
         messages = [ChatMessage(role="user", content=render("webjudge_key_points", task=task))]
         return await ask(self.model, messages, module="judge", parse=parse,
                          instruction="Reply with <key_points>...</key_points>, one requirement per line.",
-                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=KeyPointsContract,
-                         native=read_list(KeyPointsContract, "key_points", limit=50, empty_ok=False))
+                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=KeyPointsReply)
 
     async def _screen(self, task: str, points: list[str], image: ImagePart) -> Asked[int]:
         messages = [ChatMessage(role="user", content=[TextPart(text=render("webjudge_screen", task=task,
                                                                            key_points=points)), image])]
         return await ask(self.model, messages, module="judge", parse=_score, instruction=_SCORE,
-                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=choice_contract(1, 5),
-                         native=_native_score)
+                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=AnswerReply)
 
     async def outcome(self, task: str, points: list[str], candidate: Candidate) -> list[Asked[int]]:
         """The screen scores, then the outcome score (last) of one attempt."""
@@ -80,8 +77,7 @@ class WebJudge:
         messages = [ChatMessage(role="system", content=render("webjudge_outcome", task=task, key_points=points)),
                     ChatMessage(role="user", content=parts)]
         final = await ask(self.model, messages, module="judge", parse=_score, instruction=_SCORE,
-                          max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=choice_contract(1, 5),
-                          native=_native_score)
+                          max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=AnswerReply)
         return [*screens, final]
 
     async def __call__(self, task: str, candidates: Sequence[Candidate]) -> Selection:

@@ -12,12 +12,11 @@ from typing import Any
 
 from core.images import decode_png, downscale, draw_marker, encode_png
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
-from gprm.contracts import ScoreContract
 from gprm.elements import shrink_png
 from gprm.history import Candidate
 from gprm.prompts import render
 from gprm.records import CandidateScore
-from gprm.replies import ReplyError, parse_score
+from gprm.replies import ReplyError, ScoreReply, parse_score
 
 __all__ = ["CALL_FAILED", "ScoreContext", "Scorer"]
 
@@ -95,7 +94,7 @@ class Scorer:
         for attempt in range(self.max_reasks + 1):
             try:
                 reply = await self.model.generate(messages, module=MODULE,
-                                                  config=self.model.reply_config(self.config, ScoreContract))
+                                                  config=self.model.reply_config(self.config, ScoreReply))
             except ModelCallError as e:
                 result.attempts, result.error = attempt + 1, f"{CALL_FAILED}: {str(e)[:300]}"
                 return result

@@ -1,13 +1,15 @@
 """A benchmark run's metrics, per domain and overall, and its cost per module.
 
 Scores come from each task's ``result.json`` (an unevaluated rollout counts 0); a rollout
-*succeeds* when its score is 1. Per group of tasks:
+*succeeds* when its score is 1. A task whose setup or scorer failed on a rollout
+(`TaskResult.errors`) is *errored*: it is left out of every rate below and counted beside
+them (``errored``), never as 0. Per group of tasks (``tasks`` counts those scored):
 
 - ``selected``: mean score of the rollout the strategy picked (one rollout: it; a strategy
   that picked none without failing: 0), over the tasks whose judge did not fail;
-- ``judge_errors``: tasks whose judge failed for good (its selection carries an error):
-  never counted as a score of 0, nor as a wrong pick; ``judged`` is the tasks ``selected``
-  averages over;
+- ``judge_errors``: scored tasks whose judge failed for good (its selection carries an
+  error): never counted as a score of 0, nor as a wrong pick; ``judged`` is the tasks
+  ``selected`` averages over;
 - ``critic_errors``: rollouts whose critic verdict carries an error (the retry strategy goes
   on to the next attempt; the scores stay the evaluator's);
 - ``mean_rollout``: mean over tasks of the mean score of their rollouts;
@@ -41,15 +43,15 @@ __all__ = [
     "SUMMARY_FILE",
     "BenchMetrics",
     "GroupMetrics",
+    "JudgingErrors",
     "ModuleCost",
-    "TaskErrors",
     "compute_metrics",
     "domain_of",
     "format_metrics",
     "group_metrics",
+    "judging_errors",
     "read_metrics",
     "selected_score",
-    "task_errors",
     "write_metrics",
 ]
 
@@ -69,15 +71,20 @@ class GroupMetrics:
     """Rates over one group of tasks (a domain, or all)."""
 
     tasks: int = 0
+    """Tasks scored: the rates' denominator."""
+    errored: int = 0
+    """Tasks left out of the rates: a rollout's setup or scorer failed (an error, not a 0)."""
     selected: float = 0.0
     mean_rollout: float = 0.0
     pass_at_n: float = 0.0
     judge_subset: int = 0
     judge_correct: int = 0
-    #: Tasks `selected` averages over: those whose judge did not fail.
     judged: int = 0
+    """Scored tasks `selected` averages over: those whose judge did not fail."""
     judge_errors: int = 0
+    """Scored tasks whose judge failed for good: an error, never a pick scoring 0."""
     critic_errors: int = 0
+    """Rollouts of scored tasks whose critic verdict failed."""
 
     @property
     def judge_accuracy(self) -> float | None:
@@ -106,7 +113,10 @@ class BenchMetrics:
 
     def to_json(self) -> dict[str, Any]:
         def group(g: GroupMetrics) -> dict[str, Any]:
-            return {**asdict(g), "judge_accuracy": g.judge_accuracy}
+            rates: dict[str, Any] = {} if g.tasks else {"selected": None, "mean_rollout": None, "pass_at_n": None}
+            if not g.judged:  # no judge answered (or nothing scored): no rate, never 0
+                rates["selected"] = None
+            return {**asdict(g), **rates, "judge_accuracy": g.judge_accuracy}
 
         return {"n": self.n, "overall": group(self.overall),
                 "domains": {d: group(g) for d, g in sorted(self.domains.items())},
@@ -128,21 +138,24 @@ def selected_score(result: TaskResult) -> float:
 
 
 @dataclass(frozen=True)
-class TaskErrors:
+class JudgingErrors:
     """What failed for good on one task besides its rollouts: its judge, its critic's verdicts."""
 
     judge: bool = False
     critic: int = 0
 
 
-def group_metrics(results: list[TaskResult], errors: dict[str, TaskErrors] | None = None) -> GroupMetrics:
-    """Rates over `results` (see the module's docstring); `errors` by task id."""
+def group_metrics(results: list[TaskResult], errors: dict[str, JudgingErrors] | None = None) -> GroupMetrics:
+    """Rates over the scored `results`, the errored ones counted apart, a failed judge's tasks
+    left out of ``selected`` (see the module's docstring); `errors` by task id."""
     errors = errors or {}
-    g = GroupMetrics(tasks=len(results))
+    errored = sum(r.errored for r in results)
+    results = [r for r in results if not r.errored]
+    g = GroupMetrics(tasks=len(results), errored=errored)
     if not results:
         return g
     for r in results:
-        failed = errors.get(r.task_id, TaskErrors())
+        failed = errors.get(r.task_id, JudgingErrors())
         g.critic_errors += failed.critic
         scores = [s or 0.0 for s in r.scores.values()] or [0.0]
         g.mean_rollout += sum(scores) / len(scores)
@@ -162,7 +175,7 @@ def group_metrics(results: list[TaskResult], errors: dict[str, TaskErrors] | Non
     return g
 
 
-def task_errors(layout: RunLayout, task_id: str) -> TaskErrors:
+def judging_errors(layout: RunLayout, task_id: str) -> JudgingErrors:
     """The judge's and critic's final failures recorded for a task (blocking: reads files)."""
     task = layout.task(task_id)
     selection = task.read_selection()
@@ -175,7 +188,7 @@ def task_errors(layout: RunLayout, task_id: str) -> TaskErrors:
             except (OSError, ValueError):
                 continue
             critic += bool(isinstance(data, dict) and data.get("error"))
-    return TaskErrors(judge=judge, critic=critic)
+    return JudgingErrors(judge=judge, critic=critic)
 
 
 def _costs(layout: RunLayout, records: list[CallRecord], tasks: list[str]) -> dict[str, ModuleCost]:
@@ -233,7 +246,7 @@ def compute_metrics(layout: RunLayout, domains: dict[str, str] | None = None) ->
     by_domain: dict[str, list[TaskResult]] = defaultdict(list)
     for task_id, result in results.items():
         by_domain[domain_of(domains, task_id)].append(result)
-    errors = {task_id: task_errors(layout, task_id) for task_id in results}
+    errors = {task_id: judging_errors(layout, task_id) for task_id in results}
     records = Ledger.read(layout.ledger_path) if layout.ledger_path.exists() else []
     return BenchMetrics(
         overall=group_metrics(list(results.values()), errors),
@@ -268,15 +281,17 @@ def _pct(x: float | None) -> str:
 
 def format_metrics(metrics: BenchMetrics) -> str:
     """The rates per domain and overall, then the cost per module, as plain-text tables."""
-    head = (f"{'domain':<22}{'tasks':>6}{'selected %':>12}{'mean %':>9}{f'pass@{metrics.n} %':>12}"
-            f"{'judge acc %':>13}{'subset':>8}{'judge err':>11}{'critic err':>12}")
+    head = (f"{'domain':<22}{'run':>5}{'scored':>8}{'errored':>8}{'selected %':>12}{'mean %':>9}"
+            f"{f'pass@{metrics.n} %':>12}{'judge acc %':>13}{'subset':>8}{'judge err':>11}{'critic err':>12}")
     lines = [head]
     rows = [*sorted(metrics.domains.items()), ("overall", metrics.overall)]
     for name, g in rows:
-        selected = _pct(g.selected if g.judged else None)
-        lines.append(f"{name:<22}{g.tasks:>6}{selected:>12}{_pct(g.mean_rollout):>9}"
-                     f"{_pct(g.pass_at_n):>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}"
-                     f"{g.judge_errors:>11}{g.critic_errors:>12}")
+        scored = g.tasks > 0  # no task scored: no rate, never 0
+        mean, best = (_pct(x) if scored else "—" for x in (g.mean_rollout, g.pass_at_n))
+        selected = _pct(g.selected) if g.judged else "—"  # every judge failed: no rate, never 0
+        lines.append(f"{name:<22}{g.tasks + g.errored:>5}{g.tasks:>8}{g.errored:>8}{selected:>12}{mean:>9}"
+                     f"{best:>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}{g.judge_errors:>11}"
+                     f"{g.critic_errors:>12}")
     if metrics.modules:
         lines += ["", f"{'per task':<22}" + "".join(f"{m:>12}" for m in metrics.modules)]
         for label, key, fmt in (("calls", "calls", "{:.0f}"), ("dollars", "dollars", "{:.4f}"),
@@ -284,7 +299,10 @@ def format_metrics(metrics: BenchMetrics) -> str:
                                 ("median seconds", "median_seconds", "{:.1f}")):
             lines.append(f"{label:<22}" + "".join(f"{fmt.format(getattr(c, key)):>12}" for c in metrics.modules.values()))
         lines.append("(rollout: per rollout, its agent's calls and wall time; other modules: per task)")
+    if metrics.overall.errored:
+        lines.insert(len(rows) + 1, "(scored: the rates' denominator; errored: setup or scorer failed, left out "
+                                    "of every rate, not counted as 0)")
     if metrics.overall.judge_errors:
-        lines.append(f"(selected %: over the {metrics.overall.judged} tasks whose judge answered; a failed judge is "
-                     "an error, not a score of 0)")
+        lines.insert(len(rows) + 1, f"(selected %: over the {metrics.overall.judged} scored tasks whose judge "
+                                    "answered; a failed judge is an error, not a score of 0)")
     return "\n".join(lines)

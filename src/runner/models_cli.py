@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
-from bjudge.contracts import FactsContract, choice_contract
+from bjudge import AnswerReply, FactsReply
 from core.config import ConfigError
 from core.images import encode_png
 from core.llm import (
@@ -37,8 +37,7 @@ from core.llm import (
     TextPart,
 )
 from core.llm.profiles import ProfileError, check, resolve, set_overrides
-from gprm import PAPER_SEEDS
-from gprm.contracts import ScoreContract
+from gprm import PAPER_SEEDS, ScoreReply
 from themis.options import ThemisOptions
 from themis.schemas import JudgeReply, LastKReply, SequentialReply
 
@@ -127,7 +126,7 @@ def planned_uses(cfg: RunConfig) -> list[ModelUse]:
             uses += [ModelUse(role, name, url, key, own.merged(generate), module) for _, name, url, key, own in bases]
     if cfg.guide.name != "none":
         deterministic = GenerateConfig.deterministic()
-        uses.append(_use("guide", cfg.guide.model or cfg.policy, deterministic, module="prm", contract=ScoreContract))
+        uses.append(_use("guide", cfg.guide.model or cfg.policy, deterministic, module="prm", contract=ScoreReply))
         if cfg.guide.pointer is not None:
             uses.append(_use("pointer", cfg.guide.pointer, deterministic, module="prm"))
     if cfg.strategy == "retry":
@@ -141,9 +140,9 @@ def planned_uses(cfg: RunConfig) -> list[ModelUse]:
         narrator = wide.narrator_model or judge
         # The narrator sees each transition's screens; the judge reads narratives (WebJudge
         # looks at screenshots too).
-        uses += [_use("narrator", narrator, wide.narrative.generate, module="narrative", contract=FactsContract),
+        uses += [_use("narrator", narrator, wide.narrative.generate, module="narrative", contract=FactsReply),
                  _use("judge", judge, wide.judging.generate, module="judge", image=wide.judge == "webjudge",
-                      contract=choice_contract(1, 2))]
+                      contract=AnswerReply)]
     return uses
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from bjudge.contracts import FactsContract, KeyPointsContract, choice_contract
+from bjudge import AnswerReply, FactsReply, KeyPointsReply
 from core.llm.fakeserver.schema_rules import check_anthropic_schema, check_openai_schema, check_valid_schema
 from core.llm.structured import ReplyFormat, for_provider
-from gprm.contracts import RetrievalContract, RouteContract, ScoreContract, SummaryContract
+from gprm import RetrievalReply, RoutingRequest, ScoreReply
+from gprm.contracts import SummaryContract
 from themis.schemas import (
     JudgeReply,
     LastKReply,
@@ -22,8 +23,7 @@ from themis.schemas import (
 
 CONTRACTS: list[type[BaseModel]] = [
     SelectorReply, VerifierReply, ReviewerReply, JudgeReply, LastKReply, SequentialReply,
-    ScoreContract, RouteContract, RetrievalContract, SummaryContract,
-    FactsContract, KeyPointsContract, choice_contract(1, 2), choice_contract(1, 10), choice_contract(1, 5),
+    ScoreReply, RoutingRequest, RetrievalReply, SummaryContract, AnswerReply, FactsReply, KeyPointsReply,
 ]
 
 

@@ -82,10 +82,10 @@ def test_summary_json_and_table(layout: RunLayout) -> None:
     table = format_metrics(m)
     assert "pass@2 %" in table and "overall" in table
     overall = next(line for line in table.splitlines() if line.startswith("overall"))
-    assert overall.split()[1:] == ["4", "50.0", "50.0", "75.0", "50.0", "2", "0", "0"]
+    assert overall.split()[1:] == ["4", "4", "0", "50.0", "50.0", "75.0", "50.0", "2", "0", "0"]  # run, scored, errored
     html = write_report(layout).read_text()
     section = html[html.index("<h2>benchmark</h2>"):]
-    assert "<td>overall</td><td>4</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
+    assert "<td>overall</td><td>4</td><td>0</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
     assert "<th>rollout</th><th>policy</th>" in section
 
 
@@ -109,8 +109,8 @@ def test_a_failed_judge_and_failed_critics_are_errors_of_their_own_never_scores(
     data = json.loads(write_metrics(layout, m).read_text())
     assert (data["overall"]["judge_errors"], data["overall"]["critic_errors"], data["overall"]["judged"]) == (1, 2, 3)
     overall = next(line for line in format_metrics(m).splitlines() if line.startswith("overall"))
-    assert overall.split()[1:] == ["4", "66.7", "50.0", "75.0", "100.0", "1", "1", "2"]
+    assert overall.split()[1:] == ["4", "4", "0", "66.7", "50.0", "75.0", "100.0", "1", "1", "2"]
     assert "a failed judge is an error, not a score of 0" in format_metrics(m)
     section = write_report(layout).read_text().split("<h2>benchmark</h2>", 1)[1]
     assert "<th>judge errors</th><th>critic errors</th>" in section
-    assert "<td>overall</td><td>4</td><td>66.7%</td>" in section and "<td>1</td><td>2</td></tr>" in section
+    assert "<td>overall</td><td>4</td><td>0</td><td>66.7%</td>" in section and "<td>1</td><td>2</td></tr>" in section

@@ -12,7 +12,7 @@ import yaml
 from runner_helpers import threaded_servers
 from typer.testing import CliRunner
 
-from bjudge.contracts import FactsContract
+from bjudge import FactsReply
 from core.llm import ImagePart, Reply, Sampling, Script, ScriptRequest
 from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.llm.limits import ANSWER_TOKENS, THINKING_ROOM
@@ -75,9 +75,9 @@ SAMPLES = {
     "JudgeReply": {"decision": "completed", "reason": "ok", "missing": [], "key_steps": [], "evidence": [],
                    "failure_window": None, "qa": {"is_qa": False, "final_answer": "", "answer_ok": None,
                                                   "compliance": None, "notes": ""}},
-    "ScoreContract": {"score": 5, "reason": "ok", "original_step": "ok"},
-    "FactsContract": {"thoughts": "ok", "facts": ["ok"]},
-    "Choice1to2": {"thoughts": "ok", "answer": 1},
+    "ScoreReply": {"score": 5, "reason": "ok", "original_step": "ok"},
+    "FactsReply": {"thoughts": "ok", "facts": ["ok"]},
+    "AnswerReply": {"thoughts": "ok", "answer": 1},
 }
 
 
@@ -169,7 +169,7 @@ def test_the_narrator_is_a_role_of_its_own_in_the_check_and_the_price_preflight(
     narrator, judge = uses["narrator"], uses["judge"]
     assert narrator.name == cfg.wide.narrator_model.model and narrator.name.startswith("anthropic/")  # type: ignore[union-attr]
     assert judge.name == cfg.wide.judge_model.model and judge.name != narrator.name  # type: ignore[union-attr]
-    assert (narrator.module, narrator.image, narrator.contract) == ("narrative", True, FactsContract)
+    assert (narrator.module, narrator.image, narrator.contract) == ("narrative", True, FactsReply)
     assert (judge.module, judge.image) == ("judge", False) and judge.contract is not None
     assert narrator.name in run_model_names(cfg) and judge.name in run_model_names(cfg)
     assert [m.role for m in ping_messages(narrator)] == ["user"]

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import ModelError
 from .types import GenerateConfig
+from .vision import VisionRules, vision_fields
 
 __all__ = [
     "OVERRIDES_ENV",
@@ -105,6 +106,8 @@ class Profile(BaseModel):
     images: ImageLimits = ImageLimits()
     #: How a reply in a JSON schema is asked for (`core.llm.structured`); "none": free text.
     structured: Structured = "none"
+    #: The largest screenshot it sees unshrunk and how it states points (`core.llm.vision`).
+    vision: VisionRules = VisionRules()
     status: Status = "active"
     shutdown: str | None = None
     replacement: str | None = None
@@ -211,6 +214,10 @@ def resolve(name: str, *, anthropic_version: str | None = None,
             if rule.get("source"):
                 sources.append(f"anthropic-version {version}: {str(rule['source']).strip()}")
     _lifecycle(provider, model, fields, sources)
+    seen, seen_source = vision_fields(rules.get("vision", []), name)
+    if seen:
+        _merge(fields, {"vision": seen})
+        sources.append(f"vision: {seen_source.strip()}")
     override = {**_overrides().get(name, {}), **(extra or {})}
     if override:
         _merge(fields, override)
@@ -301,8 +308,8 @@ def sdk_shutdowns() -> dict[str, tuple[str | None, str]]:
 
 def _merge(into: dict[str, Any], layer: dict[str, Any]) -> None:
     for key, value in layer.items():
-        if key == "images" and isinstance(value, dict):
-            into["images"] = {**into.get("images", {}), **value}
+        if key in ("images", "vision") and isinstance(value, dict):
+            into[key] = {**into.get(key, {}), **value}
         else:
             into[key] = value
 
