@@ -47,6 +47,14 @@ if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$stamp" ]; then
   .venv/bin/pip install -q -e '.[dev]'
   echo "$stamp" > .venv/.setup-stamp
 fi
+# The desktops' own Python packages (their `python`, as on OSWorld's image), apart from the project's.
+site_stamp="$(sha256sum scripts/desktop-python.txt | cut -d' ' -f1)"
+if [ "$(cat .venv/desktop-site/.setup-stamp 2>/dev/null)" != "$site_stamp" ]; then
+  echo "setup: installing the desktops' Python packages into .venv/desktop-site"
+  rm -rf .venv/desktop-site
+  .venv/bin/pip install -q --no-warn-conflicts --target .venv/desktop-site -r scripts/desktop-python.txt
+  echo "$site_stamp" > .venv/desktop-site/.setup-stamp
+fi
 # OSWorld's scorer, without its heavy pinned dependencies (the curated ones are the [osworld] extra).
 if ! .venv/bin/python -c "import importlib.metadata as m; assert m.version('desktop-env') == '1.0.2'" 2>/dev/null; then
   echo "setup: installing OSWorld's scorer (desktop-env 1.0.2, no dependencies)"
