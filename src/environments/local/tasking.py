@@ -68,12 +68,15 @@ LEADERBOARD_NOTE = "not leaderboard-comparable (Debian app versions, Chromium fo
 
 
 def facts(env: LocalEnvironment) -> WorkerFacts:
-    """Apps run as the desktop's unprivileged account and open as programs (no launcher);
-    the desktop says whether it reaches the internet now."""
+    """Apps run as the desktop's account and open as programs (no launcher); the account
+    has sudo with its password, as on OSWorld's image (root of the desktop alone); the
+    desktop says whether it reaches the internet now."""
     info = env.info
     return WorkerFacts(
         user_name=info.user,
         home=info.home,
+        sudo="with_password",
+        password=env.desktop.config.password,
         open_by_exec=True,
         network=info.network,
         leaderboard_note=LEADERBOARD_NOTE,
