@@ -27,6 +27,7 @@ from email.policy import HTTP
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
 
+from environments.shell_flag import osworld_shell
 from environments.tasks.client import TaskClient, command_not_run, command_output
 
 __all__ = ["ClientDoor", "DoorRoute", "Endpoint", "Routed", "reach"]
@@ -207,7 +208,7 @@ class ClientDoor:
             return _error(404, f"{method} {path} is not served by this door")
         if path in ("/execute", "/setup/execute"):
             data = json.loads(body)
-            reply = await client.execute(data["command"], shell=bool(data.get("shell", False)))
+            reply = await client.execute(data["command"], shell=osworld_shell(data.get("shell")))
             problem = command_not_run(reply)
             if problem is not None:
                 return _error(500, problem)
@@ -215,7 +216,7 @@ class ClientDoor:
             return _Reply(200, {"status": "success", "output": out, "error": err, "returncode": code})
         if path == "/setup/launch":
             data = json.loads(body)
-            await client.launch(data["command"], shell=bool(data.get("shell", False)))
+            await client.launch(data["command"], shell=osworld_shell(data.get("shell")))
             return _Reply(200, f"{data['command']} launched successfully")
         if path == "/setup/open_file":
             await client.open_file(str(json.loads(body)["path"]))

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 from environments.server.app_names import program_available
+from environments.shell_flag import osworld_shell
 from environments.tasks import official_surface as surface
 from environments.tasks.model import OSWorldTask
 from environments.tasks.network import needs_network
@@ -218,7 +219,7 @@ def programs(task: OSWorldTask) -> set[str]:
         words = [w for w in command if isinstance(w, str)]
         while words and "=" in words[0] and not words[0].startswith("="):
             words.pop(0)
-        if not words or words[0] in _SHELL_WORDS or (_truthy(step.parameters.get("shell")) and "/" in words[0]):
+        if not words or words[0] in _SHELL_WORDS or (osworld_shell(step.parameters.get("shell")) and "/" in words[0]):
             continue
         name = words[0].rsplit("/", 1)[-1]
         if name and name.replace("-", "").replace("_", "").replace(".", "").isalnum():
@@ -255,10 +256,6 @@ def installed_here(need: str) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return bool(reply.stdout.strip())
-
-
-def _truthy(value: object) -> bool:
-    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
 
 
 def _needs_network(task: OSWorldTask) -> bool:
