@@ -9,7 +9,7 @@ APT_PACKAGES=(
   mousepad pcmanfm libreoffice-calc libreoffice-writer
   libreoffice-gtk3
   python3-tk python3-uno bubblewrap slirp4netns nftables tesseract-ocr tesseract-ocr-eng xdg-utils
-  at-spi2-core python3-pyatspi gir1.2-atspi-2.0 ffmpeg libglib2.0-bin gsettings-desktop-schemas
+  at-spi2-core python3-pyatspi gir1.2-atspi-2.0 ffmpeg libglib2.0-bin gsettings-desktop-schemas gnome-terminal
 )
 
 # install_missing WHAT PACKAGE...: installs those of the Debian packages that are missing

@@ -6,8 +6,9 @@ and speak plain HTTP. `reach(target)` gives them one for the duration of a setup
 * an `Endpoint` is used as given (an OSWorld VM on its URL, auth off inside the VM);
 * a client that names its route (`OSWorldClient.door_route`: a Unix socket and/or a bearer
   token) gets a host-side `TcpForwarder` that stamps the token on every request, and, when
-  the route names the desktop's network namespace, a second one to the browser's DevTools
-  port 9222 on the desktop's own loopback (OSWorld's tasks forward 9222 to Chrome);
+  the route names the desktop's network namespace, one to each of the desktop's own ports
+  on its own loopback (`DESKTOP_PORTS`: the browser's DevTools port 9222, which OSWorld's
+  tasks forward to Chrome, and VLC's web interface on 8080), never the host's;
 * any other `TaskClient` (adb, a test shell) gets a `ClientDoor`: a small HTTP server that
   answers the OSWorld endpoints the controllers and getters call by calling the client.
 
@@ -32,6 +33,9 @@ from environments.tasks.client import TaskClient, command_not_run, command_outpu
 
 __all__ = ["ClientDoor", "DoorRoute", "Endpoint", "Routed", "reach"]
 
+#: OSWorld's fixed ports inside a desktop: Chrome's DevTools (tasks forward it with socat) and
+#: VLC's web interface (its getters read /requests/status.xml there).
+DESKTOP_PORTS = {"chromium": 9222, "vlc": 8080}
 #: Why the browser's DevTools port cannot be reached through a door to the controller server.
 NO_BROWSER = "the desktop's browser DevTools port is not reachable from the host through this door"
 _BODY_LIMIT = 512 * 1024 * 1024
@@ -86,16 +90,20 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
         from environments.local.forward import TcpForwarder
 
         forwarder = TcpForwarder(route.upstream, token=route.token)
-        browser = None if route.netns is None else TcpForwarder(("127.0.0.1", 9222), netns=route.netns)
-        try:
-            if browser is None:
+        if route.netns is None:
+            try:
                 yield Endpoint("127.0.0.1", forwarder.port, browser_unreachable=NO_BROWSER)
-            else:
-                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=browser.port)
+            finally:
+                forwarder.close()
+            return
+        # The desktop's own ports, on its own loopback: DevTools (9222) and VLC's web interface (8080).
+        browser = TcpForwarder(("127.0.0.1", DESKTOP_PORTS["chromium"]), netns=route.netns)
+        vlc = TcpForwarder(("127.0.0.1", DESKTOP_PORTS["vlc"]), netns=route.netns)
+        try:
+            yield Endpoint("127.0.0.1", forwarder.port, chromium_port=browser.port, vlc_port=vlc.port)
         finally:
-            forwarder.close()
-            if browser is not None:
-                browser.close()
+            for opened in (forwarder, browser, vlc):
+                opened.close()
         return
     door = ClientDoor(target)
     await door.start()
