@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 from core.protocols import EnvError, WorkerFacts
 from core.trajectory import Task
 from environments.osworld.client import OSWorldClient
+from environments.tasks.convert import from_core_task
 from environments.tasks.handling import needs_client, score_with, set_up_with
 from environments.tasks.network import needs_network
+from environments.tasks.readiness import wait_ready
 
 from .server_env import desktop_client
 from .snapshot import SNAPSHOTS
@@ -39,12 +41,15 @@ async def _client(env: LocalEnvironment) -> AsyncIterator[OSWorldClient]:
 
 async def prepare(env: LocalEnvironment, task: Task, cache_dir: Path) -> None:
     """Revert to the task's snapshot (one this machine does not have starts blank), with the
-    internet if the task needs it (and the desktops' network mode allows), then set up."""
+    internet if the task needs it (and the desktops' network mode allows), then set up and
+    wait until the desktop is ready for the first look (`readiness`)."""
     wanted = needs_network(task.to_osworld())
     await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank", needs_network=wanted)
     if needs_client(task):
         async with _client(env) as client:
             await set_up_with(client, task, cache_dir)
+            if task.config:
+                env.last_readiness = await wait_ready(client, from_core_task(task))
 
 
 async def score(
