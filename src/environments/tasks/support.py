@@ -2,8 +2,10 @@
 
 What is supported is read from the pinned official package (`official_surface`): its setup
 controller's step types, its getters and its metrics, with the Python packages each needs on
-the host that drives them, and each metric's option keys. What a machine offers is its
-programs (or an app registered to open a file type) and network access. Every refusal of a
+the host that drives them, and each metric's option keys. What a machine offers is what its
+desktops offer a task (`needs`: programs on their PATH, an app registered to open a file
+type, modules their ``python`` imports; asked inside a local desktop by
+``environments.local.probe``, or of this host with ``installed_here``) and network access. Every refusal of a
 task is listed, not only the first per metric: a `Refusal` names its kind, what is refused,
 why, and whether it blocks the task everywhere (the package lacks it, or this host lacks a
 Python package or credentials) or only on this machine (an app, the network); OSWorld's VM
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import mimetypes
+import re
 import shlex
 import shutil
 import subprocess
@@ -32,16 +35,19 @@ from environments.server.app_names import program_available
 from environments.shell_flag import osworld_shell
 from environments.tasks import official_surface as surface
 from environments.tasks.model import OSWorldTask
-from environments.tasks.network import needs_network
+from environments.tasks.network import needs_network, network_reason
 from environments.tasks.official import OFFICIAL_PACKAGE, MissingScorer, scorer_tag
 
 __all__ = [
+    "HOST_FACTS",
     "Refusal",
     "SupportReport",
     "ignored_options",
     "installed_here",
+    "needs",
     "openers",
     "programs",
+    "python_modules",
     "support_report",
     "task_gaps",
     "task_refusals",
@@ -153,17 +159,20 @@ def task_refusals(
             out.append(Refusal("credentials", name or "(none named)",
                                f"needs the account settings file {name!r} (Google Drive or a login), not found",
                                "everywhere"))
-    for need in sorted(programs(task) | openers(task)):
+    for need in sorted(needs(task)):
         if not installed(need):
-            kind, _, what = need.partition(":") if need.startswith("opener:") else ("program", "", need)
-            reason = (f"no app here opens {what} files" if kind == "opener"
-                      else f"the program {need} is not installed here")
+            kind, _, what = need.partition(":") if ":" in need else ("program", "", need)
+            reason = {
+                "opener": f"no app here opens {what} files",
+                "module": f"the desktop's python cannot import {what}",
+            }.get(kind, f"the program {need} is not installed here")
             out.append(Refusal(kind, what, reason, "here"))
     if not network and _needs_network(task):
         out.append(Refusal("network", "download", "downloads files from the internet; this machine has no network",
                            "here"))
-    if not network and needs_network(task):
-        out.append(Refusal("network", "web", "its desktop needs the internet; this machine has no network", "here"))
+    web = network_reason(task)
+    if not network and web is not None:
+        out.append(Refusal("network", "web", f"needs the internet ({web}); this machine has no network", "here"))
     unique: dict[str, Refusal] = {}
     for refusal in out:
         unique.setdefault(refusal.key, refusal)
@@ -238,9 +247,71 @@ def openers(task: OSWorldTask) -> set[str]:
     return found
 
 
+_PYTHONS = frozenset({"python", "python3"})
+_IMPORT = re.compile(r"^\s*(?:import\s+([\w.]+(?:\s*,\s*[\w.]+)*)|from\s+([\w.]+)\s+import)", re.MULTILINE)
+
+
+def _python_code(command: object) -> list[str]:
+    """The code of each ``python -c CODE`` in a command (a list, or a shell string)."""
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return []
+    elif isinstance(command, list):
+        words = [w for w in command if isinstance(w, str)]
+    else:
+        return []
+    return [words[i + 2] for i, w in enumerate(words[:-2]) if w.rsplit("/", 1)[-1] in _PYTHONS and words[i + 1] == "-c"]
+
+
+def _imports(code: str) -> set[str]:
+    found: set[str] = set()
+    for match in _IMPORT.finditer(code.replace(";", "\n")):
+        names = match.group(1) or match.group(2) or ""
+        found |= {n.strip().split(".")[0] for n in names.split(",") if n.strip()}
+    return found
+
+
+def python_modules(task: OSWorldTask) -> set[str]:
+    """``module:<name>`` for each module the desktop's ``python`` must import for the task: in
+    its steps' and getters' ``python -c`` commands, and pyautogui for OSWorld's getters that
+    run ``python -c`` through its controller (``execute_python_command``, ``vm_platform``)."""
+    found: set[str] = set()
+    commands = [s.parameters.get("command") for s in task.all_steps()]
+    specs = [spec for call in task.evaluator.calls() for spec in (call.result, call.expected) if spec is not None]
+    commands += [spec.params.get("command") for spec in specs]
+    for command in commands:
+        for code in _python_code(command):
+            found |= _imports(code)
+    try:
+        getters = surface.getter_types()
+    except MissingScorer:
+        getters = {}
+    if any(spec.type in getters and _runs_python(spec.type) for spec in specs):
+        found.add("pyautogui")
+    return {f"module:{m}" for m in found if m.isidentifier()}
+
+
+@functools.cache
+def _runs_python(getter_type: str) -> bool:
+    from environments.tasks.official import reads_attribute
+
+    return any(reads_attribute(getter_type, a) for a in ("execute_python_command", "vm_platform"))
+
+
+def needs(task: OSWorldTask) -> set[str]:
+    """What the task asks of the desktop it runs on: programs, openers and Python modules."""
+    return programs(task) | openers(task) | python_modules(task)
+
+
 @functools.cache
 def installed_here(need: str) -> bool:
-    """A program on PATH, or (``opener:<mime type>``) an application registered to open it."""
+    """This host's answer (not a desktop's): a program on PATH, (``opener:<mime type>``) an
+    application registered to open it, or (``module:<name>``) a module of /usr/bin/python3."""
+    if need.startswith("module:"):
+        probe = ["/usr/bin/python3", "-c", f"import importlib.util; exit(importlib.util.find_spec({need[7:]!r}) is None)"]
+        return subprocess.run(probe, capture_output=True, check=False, timeout=30).returncode == 0
     if not need.startswith("opener:"):
         return program_available(need)
     if shutil.which("xdg-mime") is None:
@@ -284,12 +355,18 @@ class _Domain:
     here_infeasible: int = 0
 
 
+#: What `installed_here` answers for.
+HOST_FACTS = "this host (its PATH, /usr/bin/python3 and xdg-mime)"
+
+
 @dataclass
 class SupportReport:
     """Counts over a task set, every refusal per task, and coverage by domain."""
 
     #: Whether this machine was taken to have network access.
     network: bool = True
+    #: Whose programs, modules and default apps "here" means.
+    answered_for: str = HOST_FACTS
     tasks: int = 0
     #: Runnable on OSWorld's VM image: nothing blocks the task everywhere.
     runnable: int = 0
@@ -334,6 +411,7 @@ class SupportReport:
             official = f"not installed: {exc}"
         lines = [
             f"scorer: {scorer_tag()} (OSWorld's own setup controller, getters and metric functions: {official})",
+            f"here means: {self.answered_for}, {'with' if self.network else 'without'} network",
             f"tasks {self.tasks}: runnable here {self.local} ({self.local - self.local_infeasible} scored by a "
             f"metric, {self.local_infeasible} infeasible){'' if self.network else ' without network'}",
             f"on OSWorld's VM image: {self.runnable} ({self.runnable - self.infeasible} scored by a metric, "
@@ -371,6 +449,7 @@ class SupportReport:
         return {
             "scorer": scorer_tag(),
             "network": self.network,
+            "answered_for": self.answered_for,
             "tasks": self.tasks,
             "on_osworld_vm_image": {"runnable": self.runnable, "scored_by_metric": self.runnable - self.infeasible,
                                     "infeasible": self.infeasible, "offline": self.offline},
@@ -387,12 +466,12 @@ class SupportReport:
 
 def support_report(
     tasks: Iterable[OSWorldTask], *, installed: Callable[[str], bool] = installed_here, network: bool = True,
-    platform: str = HERE_PLATFORM,
+    platform: str = HERE_PLATFORM, answered_for: str = HOST_FACTS,
 ) -> SupportReport:
     """Count, over `tasks`, how many use each step type, getter and metric, every refusal of
     each task, which run on OSWorld's VM image and which on this machine (`installed` says
     which programs exist here, `network` whether it can download)."""
-    report = SupportReport(network=network)
+    report = SupportReport(network=network, answered_for=answered_for)
     for task in tasks:
         report.tasks += 1
         domain = report.domains.setdefault(task.domain or "(none)", _Domain())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -167,3 +168,46 @@ def test_programs_and_openers_a_task_needs(all_tasks) -> None:
     assert "blocked here only (apps, network)" in nothing_extra.format()
     offline = support_report(ubuntu, installed=lambda need: True, network=False)
     assert offline.runnable == everything.runnable and offline.local == offline.offline < offline.runnable
+
+
+@pytest.mark.desktop
+@pytest.mark.integration
+def test_the_report_asks_a_desktop_not_the_host(tmp_path: Path) -> None:
+    """`python -m environments.tasks` answers for a local desktop: its sudo and python count, a
+    program only the host has (in the host's /usr/local, which desktops do not show) does not,
+    nor a module only the project's interpreter has (OpenCV)."""
+    import os
+    import secrets
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or shutil.which("bwrap") is None:
+        pytest.skip("local desktops need root and bubblewrap")
+    host_only = Path("/usr/local/bin") / f"agent-s3-host-only-{secrets.token_hex(3)}"
+    (tmp_path / "os").mkdir()
+
+    def task(name: str, command: object) -> None:
+        step = {"type": "execute", "parameters": {"command": command, "shell": isinstance(command, str)}}
+        data = {"id": name, "instruction": "x", "config": [step], "evaluator": {"func": "exact_match"}}
+        (tmp_path / "os" / f"{name}.json").write_text(json.dumps(data))
+
+    task("sudo-and-python", "echo {CLIENT_PASSWORD} | sudo -S mkdir ~/x && python -c 'import pyautogui, numpy'")
+    task("host-only-program", [host_only.name, "--version"])
+    task("opencv", ["python3", "-c", "import cv2"])
+    host_only.write_text("#!/bin/sh\nexit 0\n")
+    host_only.chmod(0o755)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "environments.tasks", "--offline", "--per-task", str(tmp_path)],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    finally:
+        host_only.unlink()
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "here means: a local desktop" in out and "tasks 3: runnable here 1" in out, out
+    refusals = out.split("refusals per task", 1)[1]
+    assert f"host-only-program: program:{host_only.name} (here)" in refusals
+    assert "opencv: module:cv2 (here)" in refusals
+    assert "sudo-and-python" not in refusals
