@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libreoffice-gtk3
   python3-tk python3-uno bubblewrap slirp4netns nftables tesseract-ocr tesseract-ocr-eng xdg-utils
   at-spi2-core python3-pyatspi gir1.2-atspi-2.0 ffmpeg libglib2.0-bin gsettings-desktop-schemas gnome-terminal
+  gnome-shell-common gnome-settings-daemon-common mutter-common
 )
 
 # install_missing WHAT PACKAGE...: installs those of the Debian packages that are missing

@@ -16,8 +16,9 @@ first process inside is that root (`rootd`, a container's capability set, no
 ``CAP_SYS_ADMIN``): it starts the session as the account and answers ``sudo``
 (`sudo_client`), so root of the desktop reaches the desktop's own files and processes and
 nothing of the host. ``/usr/local`` is the desktop's own, as on OSWorld's image: ``python``
-(the system interpreter with OSWorld's in-VM packages, `desktop_site`), ``sudo``, and room
-for what root installs there.
+(the system interpreter with OSWorld's in-VM packages, `desktop_site`), ``sudo``,
+``google-chrome`` (Debian's Chromium with Chrome's profile folder, where OSWorld's getters
+read it), and room for what root installs there.
 """
 
 from __future__ import annotations
@@ -239,6 +240,9 @@ class Confinement:
         argv += ["--symlink", python, "/usr/local/bin/python", "--symlink", python, "/usr/local/bin/python3"]
         if self.root_uid is not None:
             argv += src.bind(_HERE / "sudo_client.py", "/usr/local/bin/sudo")
+        if os.path.exists("/usr/bin/chromium") and not os.path.exists("/usr/bin/google-chrome"):
+            for name in ("google-chrome", "chromium"):  # see the scripts in ./bin
+                argv += src.bind(_HERE / "bin" / name, f"/usr/local/bin/{name}")
         return argv
 
 

@@ -34,6 +34,7 @@ from urllib.parse import urlparse
 from environments.server.app_names import program_available
 from environments.shell_flag import osworld_shell
 from environments.tasks import official_surface as surface
+from environments.tasks.differences import DIFFERENCES, task_differences
 from environments.tasks.model import OSWorldTask
 from environments.tasks.network import needs_network, network_reason
 from environments.tasks.official import OFFICIAL_PACKAGE, MissingScorer, scorer_tag
@@ -355,6 +356,7 @@ class _Domain:
     here_infeasible: int = 0
 
 
+_DIFFERENCE_TEXT = {d.key: d.what for d in DIFFERENCES}
 #: What `installed_here` answers for.
 HOST_FACTS = "this host (its PATH, /usr/bin/python3 and xdg-mime)"
 
@@ -392,6 +394,10 @@ class SupportReport:
     reasons: dict[str, str] = field(default_factory=dict)
     #: Tasks giving each ``metric.option`` that OSWorld's metric never reads (scored all the same).
     ignored: Counter[str] = field(default_factory=Counter)
+    #: Tasks runnable here that meet each known difference from OSWorld's image (`differences`).
+    differences: Counter[str] = field(default_factory=Counter)
+    #: The known differences each task runnable here meets, by task id.
+    differences_by_task: dict[str, list[str]] = field(default_factory=dict)
 
     def supported_names(self, kind: str) -> list[str]:
         """Names of `kind` ("step", "getter", "metric") that at least one task can use."""
@@ -429,6 +435,11 @@ class SupportReport:
             lines.append("refused everywhere (tasks blocked by each; a task counts under every refusal it has)")
             for key, count in self.refused.most_common():
                 lines.append(f"  {key:<48} {count:>4}  {self.reasons[key]}")
+        if self.differences:
+            lines.append("may score differently here: tasks runnable here that meet each known difference from "
+                         "OSWorld's image (a warning, not a refusal)")
+            for key, count in self.differences.most_common():
+                lines.append(f"  {key:<20} {count:>4}  {_DIFFERENCE_TEXT[key]}")
         if self.ignored:
             lines.append("options OSWorld's metric never reads (no refusal: OSWorld scores these tasks the same way)")
             for key, count in self.ignored.most_common():
@@ -442,6 +453,9 @@ class SupportReport:
             lines.append("refusals per task")
             for task_id, refusals in sorted(self.refusals.items()):
                 lines.append(f"  {task_id}: " + "; ".join(f"{r.key} ({r.scope})" for r in refusals))
+            lines.append("known differences per task runnable here")
+            for task_id, keys in sorted(self.differences_by_task.items()):
+                lines.append(f"  {task_id}: {', '.join(keys)}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -459,6 +473,8 @@ class SupportReport:
             "refused": dict(self.refused.most_common()),
             "reasons": dict(sorted(self.reasons.items())),
             "ignored_options": dict(self.ignored.most_common()),
+            "differences": dict(self.differences.most_common()),
+            "differences_by_task": dict(sorted(self.differences_by_task.items())),
             "refusals": {t: [asdict(r) for r in rs] for t, rs in sorted(self.refusals.items())},
             "usage": {"steps": dict(self.steps), "getters": dict(self.getters), "metrics": dict(self.metrics)},
         }
@@ -504,6 +520,10 @@ def support_report(
             continue
         report.local += 1
         report.local_infeasible += infeasible
+        met = [d.key for d in task_differences(task)]
+        if met and not infeasible:  # an infeasible task is scored from the answer alone
+            report.differences.update(met)
+            report.differences_by_task[task.id] = met
         domain.here_infeasible += infeasible
         domain.here_metric += not infeasible
     return report

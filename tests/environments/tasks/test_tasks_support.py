@@ -211,3 +211,19 @@ def test_the_report_asks_a_desktop_not_the_host(tmp_path: Path) -> None:
     assert f"host-only-program: program:{host_only.name} (here)" in refusals
     assert "opencv: module:cv2 (here)" in refusals
     assert "sudo-and-python" not in refusals
+
+
+def test_known_differences_are_named_per_task(all_tasks) -> None:
+    """What makes a local desktop score a task differently from OSWorld's image, per task."""
+    from environments.tasks.differences import task_differences
+
+    ubuntu, _ = all_tasks
+    by_id = {t.id[:8]: t for t in ubuntu}
+    met = {key: {d.key for d in task_differences(by_id[key])} for key in ("937087b6", "b6781586", "ec4e3f68", "e0df059f")}
+    assert "default-apps" in met["937087b6"]  # VLC is the default video player here, Totem there
+    assert "system-services" in met["b6781586"]  # timedatectl needs systemd
+    assert met["ec4e3f68"] == {"gnome", "account"}  # a Shell favourite list, /run/user/1000
+    assert met["e0df059f"] == set()  # a folder renamed: nothing differs
+    report = support_report(ubuntu, installed=lambda _: True, network=False)
+    assert report.differences_by_task and set(report.differences) <= {"chromium", "app-builds", "default-apps", "gnome", "system-services", "system-files", "account"}
+    assert "may score differently here" in report.format()
