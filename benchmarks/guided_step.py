@@ -33,7 +33,8 @@ from typing import Any
 from core.llm import Ledger, Reply, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Step
-from runner.config import EnvironmentConfig, load_run_config
+from environments.local.kind import LocalSettings
+from runner.config import load_run_config
 from runner.demo_policy import DEMO_PLANS, PlannedReplies
 from runner.environments import EnvironmentPool, open_pool
 from runner.models import build_models
@@ -99,7 +100,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         root = Path(tmp)
         async with OpenAIServer(script, api_key=KEY) as server:
             t0 = time.perf_counter()
-            async with open_pool(EnvironmentConfig(base_dir=root / "envs"), size=1) as pool:
+            async with open_pool(LocalSettings(base_dir=root / "envs"), size=1) as pool:
                 out["desktop_start_s"] = time.perf_counter() - t0
                 plain, _, plain_status = await one_run(root / "runs", pool, "unguided", server.base_url,
                                                        {"name": "none"}, args.settle)

@@ -47,7 +47,8 @@ from core.llm.fakeserver import OpenAIServer
 from core.llm.records import CallRecord
 from core.llm.scripted import IMAGE_RULES_ENV
 from core.trajectory import RunLayout
-from runner.config import EnvironmentConfig, load_run_config
+from environments.local.kind import LocalSettings
+from runner.config import load_run_config
 from runner.demo_judge import demo_judge_reply
 from runner.demo_policy import DEMO_PLANS
 from runner.environments import EnvironmentPool, open_pool
@@ -190,7 +191,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 Script(f"cost-policy-{task}", [copy.deepcopy(DEMO_PLANS[task])] * 100_000), api_key=KEY))).base_url
                 for task in tasks}
             judge = await stack.enter_async_context(OpenAIServer(judge_script, api_key=KEY))
-            pool = await stack.enter_async_context(open_pool(EnvironmentConfig(base_dir=root / "envs"),
+            pool = await stack.enter_async_context(open_pool(LocalSettings(base_dir=root / "envs"),
                                                              size=args.rollouts))
             for name, narrative in settings.items():
                 for task in tasks:

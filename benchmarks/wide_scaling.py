@@ -94,10 +94,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="wide-bench-") as tmp:
         root = Path(tmp)
         async with (OpenAIServer(policy_script, api_key=KEY) as policy, OpenAIServer(judge_script, api_key=KEY) as judge):
-            from runner.config import EnvironmentConfig
+            from environments.local.kind import LocalSettings
 
             t0 = time.perf_counter()
-            async with open_pool(EnvironmentConfig(base_dir=root / "envs"), size=desktops) as pool:
+            async with open_pool(LocalSettings(base_dir=root / "envs"), size=desktops) as pool:
                 out["desktops_start_s"] = time.perf_counter() - t0
                 solo, _ = await one_run(root / "runs", pool, "solo", 1, policy.base_url, judge.base_url, args.settle)
                 out["solo_rollout_s"] = solo.timings[TASK].span(0)

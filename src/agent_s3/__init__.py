@@ -48,6 +48,7 @@ from agent_s3.points import Point
 from agent_s3.reference import action_reference
 from agent_s3.reflection import Reflection
 from agent_s3.worker import Compiler, Proposal, RepeatedFormatError, Worker
+from agent_s3.workers import platform_worker
 
 __all__ = [
     "ACTION_TYPES",
@@ -94,4 +95,5 @@ __all__ = [
     "action_reference",
     "compile_desktop",
     "parse_reply",
+    "platform_worker",
 ]

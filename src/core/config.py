@@ -8,7 +8,10 @@ Sources apply in order, later ones winning::
 A source is a YAML (or JSON) file, a ``dotted.key=value`` override whose value is read as a
 YAML scalar, list or mapping (``rollouts=10``, ``models=[a/b, c/d]``), or a mapping given in
 code. Lists and scalars replace; mappings merge key by key. A key the model does not have
-is one clear error that names it and the valid choices, whichever source it came from.
+is one clear error that names it and the valid choices, whichever source it came from. A
+section whose model names its variants (a ``config_variants()`` classmethod, as the
+environment kinds' settings do) accepts the keys of any of them; the model's own validation
+then refuses a key that the variant chosen does not have.
 
 `dump_config` gives the resolved configuration whole, as JSON, with secrets replaced by
 ``REDACTED``: fields typed SecretStr/SecretBytes and keys named like api_key, secret, token
@@ -222,7 +225,8 @@ def _sections(annotation: Any) -> tuple[list[type[BaseModel]], bool]:
             free = free or sub_free
         return models, free
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation], False
+        variants = getattr(annotation, "config_variants", None)  # a tagged union decided at validation
+        return (list(variants()) if callable(variants) else [annotation]), False
     if origin in (dict, Mapping) or annotation in (dict, Any):
         return [], True
     return [], False

@@ -1,4 +1,7 @@
-"""The lending mechanics shared by the environment providers (local, AWS, Android).
+"""The lending mechanics shared by the environment providers (local, AWS, Android, QEMU).
+
+`EnvironmentPool` is what a run borrows from (every kind's pool opener yields one);
+`FixedPool` lends a given set of environments as they are.
 
 A provider starts its environments, lends them out through an idle queue (`acquire` /
 `release`) and closes them all on exit (``async with``, or `close`, safe to call twice).
@@ -13,13 +16,36 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from types import TracebackType
-from typing import Generic, Self, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 from core.protocols import EnvError, Environment
 
-__all__ = ["LendingPool", "ReplacingPool"]
+__all__ = ["EnvironmentPool", "FixedPool", "LendingPool", "ReplacingPool"]
 
 E = TypeVar("E", bound=Environment)
+
+
+class EnvironmentPool(Protocol):
+    """Where strategies borrow environments from."""
+
+    async def acquire(self) -> Environment: ...
+
+    def release(self, env: Environment) -> None: ...
+
+
+class FixedPool:
+    """Lends out a fixed set of environments (a given VM, or desktops a test started)."""
+
+    def __init__(self, *envs: Environment) -> None:
+        self._idle: asyncio.Queue[Environment] = asyncio.Queue()
+        for env in envs:
+            self._idle.put_nowait(env)
+
+    async def acquire(self) -> Environment:
+        return await self._idle.get()
+
+    def release(self, env: Environment) -> None:
+        self._idle.put_nowait(env)
 
 
 class LendingPool(ABC, Generic[E]):

@@ -11,7 +11,7 @@ A task under a strategy: ``await SingleRollout()(TaskRun(task, layout, cfg, pool
 ledger, hooks))`` writes ``result.json``; `run_rollout` is the piece wider strategies reuse.
 """
 
-from .config import EnvironmentConfig, ModelConfig, RolloutConfig, RunConfig, load_run_config
+from .config import ModelConfig, RolloutConfig, RunConfig, load_run_config
 from .demo_policy import DEMO_MODEL, DEMO_PLANS, PlannedReplies, register_demo, role_of
 from .environments import EnvironmentPool, FixedPool, open_pool
 from .models import ModelSet, build_models, make_worker, settled_config, spent_by, worker_config
@@ -36,7 +36,6 @@ __all__ = [
     "STRATEGIES",
     "CostLimit",
     "Done",
-    "EnvironmentConfig",
     "EnvironmentGone",
     "EnvironmentPool",
     "Errored",

@@ -20,6 +20,7 @@ from core.config import ConfigError, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, TaskResult, check_name
+from environments.kinds import field_help
 from environments.tasks import SUITE_DIR, TaskError
 
 from .bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
@@ -36,6 +37,7 @@ from .guide_ablation import (
     write_ablation,
 )
 from .guided import check_guide
+from .kind_options import ENV_HELP, env_option, environment_overrides
 from .metrics import compute_metrics, format_metrics, write_metrics
 from .models import build_models
 from .models_cli import check_models
@@ -97,6 +99,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         check_guide(cfg)
         check_models(cfg)
         check_executor(cfg)
+        cfg.environment.check()
         unpriced = check_prices(cfg)
         bench: BenchTasks = load_bench_tasks(list_file, examples, domain=domain, limit=limit)
         if cfg.policy.model == DEMO_MODEL:
@@ -216,19 +219,21 @@ def _demo_only(bench: BenchTasks) -> None:
 
 def _common(**kw: Any) -> dict[str, Any]:
     return {
-        "policy__model": kw["model"], "policy__base_url": kw["base_url"], "environment__kind": kw["env"],
-        "environment__url": kw["url"], "out_dir": str(kw["out"]) if kw["out"] else None, "run_id": kw["run_id"],
+        "policy__model": kw["model"], "policy__base_url": kw["base_url"],
+        **environment_overrides(kind=kw["env"], url=kw.get("url"), image=kw.get("image"), network=kw.get("network")),
+        "out_dir": str(kw["out"]) if kw["out"] else None, "run_id": kw["run_id"],
         "rollout__max_steps": kw["max_steps"], "rollout__settle_seconds": kw["settle"], "strategy": kw["strategy"],
         "wide__rollouts": kw["rollouts"], "wide__mixture": kw["mixture"], "wide__judge": kw["judge"],
         "wide__judge_model__model": kw["judge_model"], "wide__judge_model__base_url": kw["judge_base_url"],
-        "wide__seed": kw["seed"], "environment__network": kw.get("network"),
+        "wide__seed": kw["seed"],
     }
 
 
 _MODEL = Annotated[str | None, Opt("--model", "-m", help="Policy model as provider/model.")]
 _BASE = Annotated[str | None, Opt("--base-url", help="Endpoint of the policy model's server.")]
-_ENV = Annotated[str | None, Opt("--env", help="local, aws, or osworld (a server at --url).")]
-_URL = Annotated[str | None, Opt("--url", help="OSWorld-protocol server URL (with --env osworld).")]
+_ENV = Annotated[str | None, env_option(help=ENV_HELP)]
+_URL = Annotated[str | None, Opt("--url", help=field_help("url"))]
+_IMAGE = Annotated[str | None, Opt("--image", help=field_help("image"))]
 _ROLL = Annotated[int | None, Opt("--rollouts", min=1, help="N rollouts per task (wide scaling).")]
 _MIX = Annotated[str | None, Opt("--mixture", help="provider/model*count,... (wide scaling).")]
 _JUDGE = Annotated[str | None, Opt("--judge", help="bjudge, pairwise, independent or none.")]
@@ -243,8 +248,7 @@ _STEPS = Annotated[int | None, Opt("--max-steps", help="Step budget of a rollout
 _SETTLE = Annotated[float | None, Opt("--settle", help="Seconds to wait after each action.")]
 _SEED = Annotated[int | None, Opt("--seed", help="Base seed of the rollouts (default: drawn, kept on resume).")]
 _PAR = Annotated[int, Opt("--parallel", min=1, help="Tasks run at once.")]
-_NET = Annotated[str | None, Opt("--network", help="Internet for local desktops: task (only tasks that need it, "
-                                 "the default), off or on; never this machine's own addresses.")]
+_NET = Annotated[str | None, Opt("--network", help=field_help("network"))]
 _EXPORT = Annotated[Path | None, Opt("--export", help="Also write the selected rollouts in OSWorld's results layout here.")]
 _CFG = Annotated[list[str] | None, Opt("-c", "--config", help="A run YAML file or a key=value override; repeatable.")]
 _PRESET = Annotated[str | None, Opt("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read before any -c.")]
@@ -256,14 +260,16 @@ _GUIDES = Annotated[str | None, Opt("--guides", help="Compare step guides on the
 def bench_osworld(
     tasks: Annotated[Path, Opt("--tasks", help="OSWorld task list, e.g. evaluation_examples/test_nogdrive.json.")],
     examples: Annotated[Path | None, Opt("--examples", help="The examples folder (default: examples beside the list).")] = None,
-    model: _MODEL = None, base_url: _BASE = None, env: _ENV = None, url: _URL = None, rollouts: _ROLL = None,
+    model: _MODEL = None, base_url: _BASE = None, env: _ENV = None, url: _URL = None, image: _IMAGE = None,
+    rollouts: _ROLL = None,
     mixture: _MIX = None, judge: _JUDGE = None, judge_model: _JM = None, judge_base_url: _JB = None,
     strategy: _STRAT = None, domain: _DOMAIN = None, limit: _LIMIT = None, out: _OUT = None, run_id: _RID = None,
     max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
     export: _EXPORT = None, config: _CFG = None, preset: _PRESET = None, guides: _GUIDES = None, network: _NET = None,
 ) -> None:
     """Run an OSWorld task list (unsupported tasks are skipped and named)."""
-    opts = _common(model=model, base_url=base_url, env=env, url=url, out=out, run_id=run_id, max_steps=max_steps,
+    opts = _common(model=model, base_url=base_url, env=env, url=url, image=image, out=out, run_id=run_id,
+                   max_steps=max_steps,
                    settle=settle, strategy=strategy, rollouts=rollouts, mixture=mixture, judge=judge,
                    judge_model=judge_model, judge_base_url=judge_base_url, seed=seed, network=network)
     _bench("osworld", tasks, examples, opts, domain=domain, limit=limit, parallel=parallel, export=export,
@@ -278,10 +284,10 @@ def bench_local(
     max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
     export: _EXPORT = None, config: _CFG = None, preset: _PRESET = None, guides: _GUIDES = None,
     task_ids: Annotated[list[str] | None, Opt("--task", help="Only these suite tasks (repeatable).")] = None,
-    network: _NET = None,
+    network: _NET = None, env: _ENV = None, image: _IMAGE = None,
 ) -> None:
-    """Run the local suite on desktops of this machine."""
-    opts = _common(model=model, base_url=base_url, env="local", url=None, out=out, run_id=run_id,
+    """Run the local suite (on desktops of this machine unless --env says otherwise)."""
+    opts = _common(model=model, base_url=base_url, env=env, image=image, out=out, run_id=run_id,
                    max_steps=max_steps, settle=settle, strategy=strategy, rollouts=rollouts, mixture=mixture,
                    judge=judge, judge_model=judge_model, judge_base_url=judge_base_url, seed=seed, network=network)
     list_file = LOCAL_LIST

@@ -23,8 +23,8 @@ from core.config import ConfigError, dump_config, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
+from environments.kinds import field_help, get_kind
 
-from .android import check_task_platform, where
 from .aws_cli import app as aws_app
 from .bench import resuming_strategy, rollouts_per_task
 from .bench_cli import app as bench_app
@@ -36,6 +36,7 @@ from .env_cli import app as env_app
 from .executors import check_executor, open_environments
 from .guided import check_guide
 from .judge_cli import judge_command, report_command
+from .kind_options import ENV_HELP, env_option, environment_overrides
 from .models import ModelSet, build_models, settled_config
 from .models_cli import check_models, models_app
 from .module_errors import ErrorTally, summarize_errors
@@ -47,7 +48,7 @@ from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
 from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
 from .sweep_cli import sweep_command
-from .tasks import resolve_task
+from .tasks import check_task_platform, resolve_task
 from .wide_cli import check_wide, missing_key_line, prepare_wide, run_wide, summarize
 
 __all__ = ["app"]
@@ -91,18 +92,19 @@ def run(
     task: Annotated[str, typer.Option("--task", "-t", help="A task.json file, a local-suite task id, or a quoted instruction.")],
     model: Annotated[str | None, typer.Option("--model", "-m", help="Policy model as provider/model (scripted/demo: the scripted demo policy).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the policy model's server.")] = None,
-    env: Annotated[str | None, typer.Option("--env", help="local (a desktop on this machine), osworld (a server at --url) or android (emulators behind adb).")] = None,
-    url: Annotated[str | None, typer.Option("--url", help="OSWorld-protocol server URL (with --env osworld).")] = None,
-    token: Annotated[str | None, typer.Option("--token", help="Bearer token of that server.")] = None,
-    adb_host: Annotated[str | None, typer.Option("--adb-host", help="With --env android: host of the adb server (default 127.0.0.1).")] = None,
-    adb_port: Annotated[int | None, typer.Option("--adb-port", min=1, max=65535, help="With --env android: port of the adb server (default 5037).")] = None,
+    env: Annotated[str | None, env_option(help=ENV_HELP)] = None,
+    url: Annotated[str | None, typer.Option("--url", help=field_help("url"))] = None,
+    token: Annotated[str | None, typer.Option("--token", help=field_help("token"))] = None,
+    image: Annotated[str | None, typer.Option("--image", help=field_help("image"))] = None,
+    adb_host: Annotated[str | None, typer.Option("--adb-host", help=field_help("adb_host"))] = None,
+    adb_port: Annotated[int | None, typer.Option("--adb-port", min=1, max=65535, help=field_help("adb_port"))] = None,
     config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable, later wins.")] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read before any -c.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Folder for run folders (default runs/).")] = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Name of the run folder (default: the time).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
     settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
-    network: Annotated[str | None, typer.Option("--network", help="Internet for local desktops: task (only a task that needs it, the default), off or on; never this machine's own addresses.")] = None,
+    network: Annotated[str | None, typer.Option("--network", help=field_help("network"))] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout), retry (until the critic accepts) or wide (N rollouts and a judge).")] = None,
     attempts: Annotated[int | None, typer.Option("--attempts", min=1, help="With --strategy retry: rollouts at most.")] = None,
     critic: Annotated[str | None, typer.Option("--critic", help="With --strategy retry: themis, lastk or sequential.")] = None,
@@ -123,9 +125,9 @@ def run(
     """Run one task: set it up, run a rollout with live progress, evaluate, report."""
     console = Console(highlight=False)
     given = _overrides(
-        policy__model=model, policy__base_url=base_url, environment__kind=env, environment__url=url,
-        environment__token=token, environment__adb_host=adb_host, environment__adb_port=adb_port, out_dir=str(out) if out else None, run_id=run_id,
-        environment__network=network,
+        policy__model=model, policy__base_url=base_url, out_dir=str(out) if out else None, run_id=run_id,
+        **environment_overrides(kind=env, url=url, token=token, image=image, adb_host=adb_host, adb_port=adb_port,
+                                network=network),
         rollout__max_steps=max_steps, rollout__settle_seconds=settle,
         strategy=strategy or ("wide" if rollouts or mixture else None),
         critic__attempts=attempts, critic__name=critic, critic__model__model=critic_model,
@@ -136,14 +138,13 @@ def run(
     )  # fmt: skip
     try:
         cfg = load_run_config([*with_preset(preset, config), given])
-        the_task = resolve_task(task, platform="android" if cfg.environment.kind == "android" else None)
+        the_task = resolve_task(task, platform=get_kind(cfg.environment.kind).platform)
         check_task_platform(cfg.environment.kind, the_task)
         if cfg.policy.model == DEMO_MODEL:
             register_demo(the_task.id)
             cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
         rid = check_name("run id", cfg.run_id or _new_run_id())
-        if cfg.environment.kind == "osworld" and not cfg.environment.url:
-            raise EnvError("--env osworld needs the server's address: pass --url http://HOST:PORT")
+        cfg.environment.check()
         check_critic(cfg)
         check_wide(cfg)
         check_guide(cfg)
@@ -239,7 +240,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
 
 def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> None:
     console.print(f"[bold]task[/bold] {escape(task.id)}: {escape(task.instruction)}")
-    console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(where(cfg.environment))}")
+    console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(cfg.environment.where())}")
     if cfg.policy.model.startswith("scripted/"):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label or 'scripted replies, not a model')}")
     console.print(f"[bold]run folder[/bold] {layout.path}")

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, SerializeAsAny, WrapValidator, model_validator
 
 from agent_s3 import WorkerConfig
 from core.config import load_config
 from core.llm import GenerateConfig, Price
+from environments.kinds import EnvironmentSettings, default_settings, get_kind, settings_from
 
 from .wide_config import WideConfig
 
 __all__ = [
     "CriticConfig",
-    "EnvironmentConfig",
+    "EnvironmentSection",
     "ExecutorConfig",
     "GuideConfig",
     "ModelConfig",
@@ -59,60 +60,8 @@ class ModelConfig(_Section):
     """Decoding defaults of every call of this model (each module may override them)."""
 
 
-class EnvironmentConfig(_Section):
-    """Where the rollout runs."""
-
-    kind: Literal["local", "osworld", "android", "aws"] = "local"
-    """``local``: a virtual desktop started on this machine; ``osworld``: a running server
-    that speaks OSWorld's protocol (an OSWorld VM, or this project's server); ``android``:
-    emulators (or devices) behind an adb server; ``aws``: OSWorld desktop images launched
-    on EC2 (see `aws.FleetConfig`)."""
-    url: str | None = None
-    """Base URL of the OSWorld-protocol server (``kind: osworld``)."""
-    token: SecretStr | None = None
-    """Bearer token of that server (``kind: osworld``) or of every instance's server
-    (``kind: aws``), if it wants one."""
-    width: int = Field(default=1920, ge=320)
-    """Screen width of a local desktop."""
-    height: int = Field(default=1080, ge=240)
-    """Screen height of a local desktop."""
-    base_dir: Path | None = None
-    """Where local desktops keep their state; None is $AGENT_S3_ENV_DIR or /tmp/agent-s3/envs."""
-    action_timeout: float = Field(default=30.0, gt=0)
-    """Seconds one GUI action may run."""
-    desktop_memory_mib: int = Field(default=512, ge=32)
-    """Memory budgeted per local desktop (screen, window manager, server, an app): no more
-    desktops start at once than the machine's available memory allows (see runner.capacity)."""
-    desktops_per_core: float = Field(default=4.0, gt=0)
-    """Local desktops run at once per core, at most (8 on 2 cores keep their latency goals)."""
-    spare: bool | None = None
-    """Keep a spare sandbox started beside each local desktop, so revert only swaps it in
-    (0.04 s instead of about 1 s on a 2-core machine; benchmarks/revert.py) at the cost of
-    one more desktop's memory budget (a spare measures about 140 MiB PSS): None is on
-    when the machine has room for it (else off, said in one line); true counts it in the
-    capacity check even if fewer desktops fit; false never starts one."""
-    fleet: dict[str, Any] = Field(default_factory=dict)
-    """``kind: aws``: the fleet's settings (region, images, instance_type, ...), checked by
-    `aws.FleetConfig`; unset ones come from OSWorld's environment variables."""
-    sandbox: bool = True
-    """Offer the coding agent a sandbox in the environment (off hides call_code_agent)."""
-    network: Literal["off", "task", "on"] = "task"
-    """Internet for local desktops: ``task`` gives it only to a task that needs it (a browser
-    task, a remote URL in its setup, ``requires_network: true``; see
-    `environments.tasks.network`), ``off`` to none, ``on`` to every task. It is a user-mode NAT
-    that never reaches this machine's own addresses; without it a desktop has loopback only."""
-    adb_host: str = "127.0.0.1"
-    """Host of the adb server (``kind: android``)."""
-    adb_port: int = Field(default=5037, ge=1, le=65535)
-    """Port of the adb server (``kind: android``)."""
-    serials: list[str] | None = None
-    """Devices to use (``emulator-5554``, ...); None takes the first online ones, emulators first."""
-    console_token: Path | None = None
-    """The emulators' console auth token file; None is ~/.emulator_console_auth_token."""
-    snapshot: str = "agent_s3_start"
-    """Emulator snapshot a task without one of its own reverts to (``kind: android``)."""
-    save_snapshot: bool = False
-    """Save each emulator's current state as `snapshot` when the pool opens (else it must exist)."""
+#: The ``environment`` section: the settings model of the kind it names (see `environments.kinds`).
+EnvironmentSection = Annotated[SerializeAsAny[EnvironmentSettings], WrapValidator(lambda v, _h: settings_from(v))]
 
 
 class ExecutorConfig(_Section):
@@ -140,9 +89,10 @@ class RolloutConfig(_Section):
     """Steps before the rollout ends as ``step_limit`` (a task's own budget wins)."""
     settle_seconds: float = Field(default=3.0, ge=0)
     """Pause after each action before the next screenshot, so the screen has settled."""
-    settle_by_kind: dict[str, float] = Field(default_factory=lambda: {"android": 1.0})
-    """Settle seconds per ``environment.kind``, used when `settle_seconds` is not set (a phone
-    redraws faster than a desktop's applications start)."""
+    settle_by_kind: dict[str, float] = Field(default_factory=dict)
+    """Settle seconds per ``environment.kind``, used when `settle_seconds` is not set; a kind
+    not named here uses its own default (a phone redraws faster than a desktop's
+    applications start: ``android`` settles 1 s), else `settle_seconds`."""
     cost_limit: float | None = Field(default=None, gt=0)
     """Dollars the rollout's model calls may cost before it ends as ``cost_limit``."""
     max_wait_seconds: float = Field(default=60.0, gt=0)
@@ -204,7 +154,9 @@ class RunConfig(_Section):
     worker: WorkerConfig = Field(default_factory=WorkerConfig)
     """The flat worker: reflection, history, grounding units, coding budget, facts. Its
     platform is taken from the environment."""
-    environment: EnvironmentConfig = EnvironmentConfig()
+    environment: EnvironmentSection = Field(default_factory=default_settings)
+    """Where the rollouts run: ``kind`` names an environment kind (``agent-s3 run --help``
+    lists them) and the other keys are that kind's settings."""
     rollout: RolloutConfig = RolloutConfig()
     executor: ExecutorConfig = ExecutorConfig()
     """In-process asyncio (the default) or a Ray cluster."""
@@ -244,7 +196,8 @@ class RunConfig(_Section):
     def _settle_for_kind(self) -> RunConfig:
         """Apply the environment kind's settle time unless `rollout.settle_seconds` was given."""
         rollout = self.rollout
-        by_kind = rollout.settle_by_kind.get(self.environment.kind)
+        kind = self.environment.kind
+        by_kind = rollout.settle_by_kind.get(kind, get_kind(kind).settle_seconds)
         if by_kind is not None and "settle_seconds" not in rollout.model_fields_set:
             self.rollout = rollout.model_copy(update={"settle_seconds": by_kind})
         return self

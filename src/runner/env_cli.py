@@ -18,16 +18,15 @@ from typing import Annotated
 
 import typer
 
+from environments.capacity import desktops_that_fit, machine_room
 from environments.local import DesktopInfo, default_base_dir
 from environments.local.host import HostRecord, host_records, hosts_dir, request_stop
+from environments.local.kind import LocalSettings
 from environments.local.procs import alive
 from environments.local.server_env import desktop_client
 from environments.local.snapshot import SNAPSHOTS
 from environments.local.sweep import reap_desktop
 from environments.local.watchdog import reap_pool
-
-from .capacity import desktops_that_fit, machine_room
-from .config import EnvironmentConfig
 
 __all__ = ["app"]
 
@@ -80,7 +79,7 @@ def up(
     """Start N desktops that keep running after this command returns."""
     if snapshot not in SNAPSHOTS:
         raise _fail(f"unknown snapshot {snapshot!r}; use one of: {', '.join(SNAPSHOTS)}")
-    budget = EnvironmentConfig()
+    budget = LocalSettings()
     fit = desktops_that_fit(machine_room(), memory_mib=budget.desktop_memory_mib, per_core=budget.desktops_per_core)
     if fit < n:  # desktops asked for by count, not for rollouts that could queue
         typer.echo(f"error: {n} desktops do not fit on this machine now (memory and cores): "

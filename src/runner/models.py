@@ -11,11 +11,10 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from agent_s3 import Grounder, Worker, WorkerConfig
+from agent_s3 import Worker, WorkerConfig, platform_worker
 from core.llm import ChatModel, Ledger, PriceTable, RetryPolicy
 from core.protocols import Environment, Platform, WorkerFacts
 
-from .android import android_worker_for
 from .config import ModelConfig, RunConfig
 
 __all__ = ["ModelSet", "build_models", "make_worker", "settled_config", "spent_by", "worker_config"]
@@ -116,18 +115,9 @@ async def settled_config(cfg: RunConfig, env: Environment) -> RunConfig:
 def make_worker(cfg: RunConfig, models: ModelSet, env: Environment) -> Worker:
     """A fresh worker (empty history) for one rollout in `env`; `cfg` is settled for it
     (`settled_config`)."""
-    wcfg = cfg.worker
-    if env.platform == "android":
-        return android_worker_for(models, wcfg)
     sandbox = cfg.environment.sandbox and env.sandbox() is not None
-    return Worker(
-        models.policy,
-        wcfg,
-        Grounder(models.grounding, wcfg.grounding, platform=wcfg.platform),
-        reflection_model=models.reflection,
-        code_model=models.code,
-        sandbox_available=sandbox,
-    )
+    return platform_worker(models.policy, cfg.worker, models.grounding, reflection_model=models.reflection,
+                           code_model=models.code, sandbox_available=sandbox)
 
 
 def spent_by(ledger: Ledger, **tags: Any) -> float:

@@ -1,5 +1,5 @@
 """What ``--task`` names: a task file, a task id of the local or Android suite, or a plain
-instruction."""
+instruction; and whether the run's environment kind can run it."""
 
 from __future__ import annotations
 
@@ -9,22 +9,21 @@ from pathlib import Path
 
 from core.protocols import Platform
 from core.trajectory import Task
+from environments.kinds import get_kind, kinds
 from environments.tasks import TaskFileError, load_suite, load_task
-from environments.tasks.android_suite import android_task
+from environments.tasks.android_suite import android_suite_tasks, platform_task
 from environments.tasks.convert import to_core_task
 
-from .android import android_suite
-
-__all__ = ["resolve_task"]
+__all__ = ["check_task_platform", "resolve_task"]
 
 _ID_LIKE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def resolve_task(spec: str, *, platform: Platform | None = None) -> Task:
+def resolve_task(spec: str, *, platform: Platform = "ubuntu") -> Task:
     """The task `spec` names. A path ending in .json is a task file; a word that is a
-    local-suite id is that task; anything with a space is a free-text instruction.
-    With ``platform="android"`` a task file or instruction is an Android task (platform,
-    step budget from its complexity).
+    local- or Android-suite id is that task; anything with a space is a free-text
+    instruction. A task file or instruction is a task for `platform` (the run's environment
+    kind's); one that gives AndroidWorld's complexity gets its step budget from it.
 
     Raises `TaskFileError` with one line saying what to do.
     """
@@ -36,11 +35,11 @@ def resolve_task(spec: str, *, platform: Platform | None = None) -> Task:
         if not path.is_file():
             raise TaskFileError(f"{spec}: no such task file")
         loaded = load_task(path)
-        return android_task(loaded) if platform == "android" else to_core_task(loaded)
+        return platform_task(loaded, platform)
     suite = {task.id: task for task in load_suite()}
     if spec in suite:
         return to_core_task(suite[spec])
-    phone = android_suite()
+    phone = android_suite_tasks()
     if spec in phone:
         return phone[spec]
     if _ID_LIKE.match(spec):
@@ -51,6 +50,16 @@ def resolve_task(spec: str, *, platform: Platform | None = None) -> Task:
             "quote a whole sentence to give a free-text instruction"
         )
     digest = hashlib.sha256(spec.encode()).hexdigest()[:10]
-    if platform == "android":
-        return Task(id=f"instruction-{digest}", instruction=spec, platform="android")
-    return Task(id=f"instruction-{digest}", instruction=spec, snapshot="blank")
+    return Task(id=f"instruction-{digest}", instruction=spec, platform=platform, snapshot="blank")
+
+
+def check_task_platform(kind: str, task: Task) -> None:
+    """Raise ValueError (one line) when environments of `kind` cannot run `task`'s platform."""
+    serves = get_kind(kind).platforms
+    if task.platform in serves:
+        return
+    able = [k.name for k in kinds() if task.platform in k.platforms]
+    instead = f"pass --env {' or '.join(able)}" if able else "no environment kind runs it"
+    raise ValueError(
+        f"task {task.id} is for {task.platform}, and --env {kind} runs {', '.join(serves)} tasks: {instead}"
+    )

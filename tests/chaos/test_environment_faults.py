@@ -15,7 +15,7 @@ from chaos_helpers import Figures
 from runner_helpers import desktops_missing
 from test_wide_desktop import _solver, _wrong_item, run_wide
 
-from runner.config import EnvironmentConfig
+from environments.local.kind import LocalSettings
 from runner.environments import open_pool
 from runner.rollout import StepEvent
 
@@ -49,7 +49,7 @@ async def test_a_killed_environment_is_retried_fresh_and_the_rest_untouched(
         killed.append(_victim(env, part))
         os.kill(killed[-1], signal.SIGKILL)
 
-    async with open_pool(EnvironmentConfig(base_dir=tmp_path / "envs"), size=2) as pool:
+    async with open_pool(LocalSettings(base_dir=tmp_path / "envs"), size=2) as pool:
         holder.append(pool)
         ran = await run_wide(tmp_path, pool, {"solver": _solver(), "wrong-item": _wrong_item()},
                              wide={"max_retries": 1}, hooks=[kill_once])

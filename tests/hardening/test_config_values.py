@@ -10,7 +10,6 @@ import pytest
 
 from core.config import REDACTED, ConfigError, dump_config, redact_urls
 from core.llm import ChatModel
-from runner.android import where
 from runner.config import load_run_config
 from runner.mixture import MAX_ROLLOUTS, MixtureError, assign, parse_mixture
 
@@ -51,7 +50,7 @@ def test_redact_urls(text: str, shown: str) -> None:
 def test_url_credentials_never_reach_config_json_and_are_asked_for_again(tmp_path: Path) -> None:
     cfg = load_run_config([
         "policy.base_url=https://alice:s3cret@llm.example/v1",
-        "environment.url=http://bob:hunter2@10.0.0.9:5000",
+        "environment.kind=osworld", "environment.url=http://bob:hunter2@10.0.0.9:5000",
         "wide.mixture=[{model: openai/a, base_url: 'https://carol:pw9@m.example'}]",
     ])
     dumped = json.dumps(dump_config(cfg))
@@ -65,7 +64,7 @@ def test_url_credentials_never_reach_config_json_and_are_asked_for_again(tmp_pat
     again = load_run_config([saved, "policy.base_url=https://alice:s3cret@llm.example/v1",
                              "environment.url=http://10.0.0.9:5000", "wide.mixture=openai/a*2"])
     assert again.policy.base_url == "https://alice:s3cret@llm.example/v1"
-    assert "hunter2" not in where(cfg.environment.model_copy(update={"kind": "osworld"}))
+    assert "hunter2" not in cfg.environment.where()
 
 
 def test_a_bad_override_value_does_not_echo_url_credentials() -> None:

@@ -15,8 +15,9 @@ from core.llm.fakeserver import OpenAIServer
 from core.protocols import EnvError
 from core.trajectory import RunLayout
 from environments.android.fake import FakeFleet, fake_fleet
-from runner.android import AndroidPool
-from runner.config import EnvironmentConfig, load_run_config
+from environments.android.kind import AndroidSettings
+from environments.android.pool import AndroidPool
+from runner.config import load_run_config
 from runner.demo_policy import action_reply
 from runner.environments import open_pool
 from runner.models import build_models
@@ -101,9 +102,7 @@ async def test_a_lost_phone_leaves_the_pool_and_its_rollout_is_retried(
 
 
 async def test_a_pool_with_no_phone_online_says_so(two_phones: FakeFleet) -> None:
-    cfg = EnvironmentConfig(
-        kind="android", adb_port=two_phones.server.port, console_token=two_phones.token_path
-    )
+    cfg = AndroidSettings(adb_port=two_phones.server.port, console_token=two_phones.token_path)
     async with open_pool(cfg, size=2) as pool:
         first, second = await pool.acquire(), await pool.acquire()
         for device in two_phones.devices:

@@ -255,4 +255,4 @@ async def test_cli_refuses_a_desktop_task_on_a_phone(fleet: FakeFleet, tmp_path:
     _, err = await asyncio.wait_for(proc.communicate(), timeout=30)
     assert proc.returncode == 2
     lines = err.decode().strip().splitlines()
-    assert len(lines) == 1 and "is for ubuntu, not a phone" in lines[0] and TASK in lines[0]
+    assert len(lines) == 1 and "is for ubuntu, and --env android runs android tasks" in lines[0]

@@ -9,8 +9,7 @@ from pydantic import ValidationError
 
 from aws import FleetConfig, FleetError, InstanceRecord, server_address
 from core.protocols import EnvError
-from runner.config import EnvironmentConfig
-from runner.environments import _fleet_config
+from environments.osworld.kind import AWSSettings, fleet_config
 
 
 def _instance(private: str | None = "172.31.4.7", public: str | None = None) -> InstanceRecord:
@@ -45,5 +44,5 @@ def test_a_bad_connect_via_is_refused_in_one_line(template: str, says: str) -> N
     with pytest.raises(ValidationError, match="connect_via"):
         FleetConfig(connect_via=template)
     with pytest.raises(EnvError) as raised:
-        _fleet_config(EnvironmentConfig(kind="aws", fleet={"connect_via": template}))
+        fleet_config(AWSSettings(fleet={"connect_via": template}))
     assert says in str(raised.value) and len(str(raised.value).splitlines()) == 1

@@ -19,7 +19,7 @@ from core.llm import ScriptRequest
 from environments.local import LocalDesktop, LocalEnvironment
 from environments.local.server_env import server_environment
 from environments.local.spawner import run_all
-from runner.config import EnvironmentConfig
+from environments.osworld.kind import OSWorldSettings
 from runner.demo_policy import PlannedReplies, action_reply, role_of
 from runner.environments import open_pool
 from runner.tasks import resolve_task
@@ -120,7 +120,7 @@ async def test_a_windows_server_gets_windows_prompts_and_actions(harness, window
             action_reply("Done.", "agent.done()"),
         ]
     )
-    cfg = EnvironmentConfig(kind="osworld", url=url, token=token)
+    cfg = OSWorldSettings(url=url, token=token)
     async with open_pool(cfg) as pool:
         env = await pool.acquire()
         assert env.platform == "windows"

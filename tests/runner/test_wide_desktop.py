@@ -24,9 +24,10 @@ from core.llm.fakeserver import OpenAIServer
 from core.protocols import EnvError, Environment
 from core.trajectory import RunLayout, Task, TaskResult
 from environments.local import LocalDesktop, LocalEnvironment
+from environments.local.kind import LocalSettings
 from environments.local.server_env import server_environment
 from environments.local.spawner import run_all
-from runner.config import EnvironmentConfig, load_run_config
+from runner.config import load_run_config
 from runner.demo_policy import DEMO_PLANS, PlannedReplies, action_reply
 from runner.environments import EnvironmentPool, open_pool
 from runner.judge_cli import rejudge
@@ -273,7 +274,7 @@ async def test_a_killed_desktop_is_retried_on_a_fresh_one_and_selection_goes_on(
         killed.append(env.info.pid)
         os.kill(env.info.pid, signal.SIGKILL)  # the X server: the next screenshot is lost
 
-    cfg = EnvironmentConfig(base_dir=tmp_path / "envs")
+    cfg = LocalSettings(base_dir=tmp_path / "envs")
     async with open_pool(cfg, size=2) as pool:
         pool_holder.append(pool)
         ran = await run_wide(tmp_path, pool, {"solver": _solver(), "wrong-item": _wrong_item()},

@@ -27,7 +27,7 @@ __all__ = ["AndroidProvider"]
 class AndroidProvider(LendingPool[AndroidEnvironment]):
     """``async with AndroidProvider(3) as pool: env = await pool.acquire()``.
 
-    A fixed pool: a device that goes offline is not replaced (see `runner.android.AndroidPool`),
+    A fixed pool: a device that goes offline is not replaced (see `environments.android.pool`),
     and closing forgets the devices (the emulators keep running).
     """
 

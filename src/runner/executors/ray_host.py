@@ -18,8 +18,8 @@ from pathlib import Path
 
 from core.protocols import EnvError, Environment, ExecResult, Platform, SandboxLanguage, WorkerFacts
 from core.trajectory import Task
+from environments.kinds import EnvironmentSettings
 
-from ..config import EnvironmentConfig
 from ..environments import EnvironmentPool, open_pool
 
 __all__ = ["MAX_CACHE_BYTES", "EnvironmentHost", "Loan"]
@@ -46,7 +46,7 @@ class EnvironmentHost:
         self._lent: dict[str, Environment] = {}
         self._cache = Path(tempfile.mkdtemp(prefix="agent-s3-host-cache-"))
 
-    async def start(self, cfg: EnvironmentConfig, size: int, hide: tuple[str, ...], run_id: str | None) -> str:
+    async def start(self, cfg: EnvironmentSettings, size: int, hide: tuple[str, ...], run_id: str | None) -> str:
         """Open `size` environments here; returns this host's name."""
         pool = open_pool(cfg, size=size, hide=_existing(hide), run_id=run_id)
         self._pool = await self._stack.enter_async_context(pool)

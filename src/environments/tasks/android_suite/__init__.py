@@ -12,12 +12,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from core.protocols import Platform
 from core.trajectory import Task
 from environments.tasks.convert import to_core_task
 from environments.tasks.loader import load_task_list
 from environments.tasks.model import OSWorldTask
 
-__all__ = ["ANDROID_SUITE_DIR", "ANDROID_SUITE_LIST", "android_task", "load_android_suite", "step_budget"]
+__all__ = [
+    "ANDROID_SUITE_DIR",
+    "ANDROID_SUITE_LIST",
+    "android_suite_tasks",
+    "android_task",
+    "load_android_suite",
+    "platform_task",
+    "step_budget",
+]
 
 ANDROID_SUITE_DIR = Path(__file__).resolve().parent
 ANDROID_SUITE_LIST = ANDROID_SUITE_DIR / "test_android.json"
@@ -48,8 +57,19 @@ def step_budget(task: OSWorldTask | Task) -> int | None:
     return max(1, int(10 * complexity))
 
 
-def android_task(task: OSWorldTask) -> Task:
-    """The run record of an Android task: platform android, step budget from its complexity."""
-    record = to_core_task(task, platform="android")
+def platform_task(task: OSWorldTask, platform: Platform) -> Task:
+    """The run record of `task` for `platform`; a task giving AndroidWorld's complexity gets
+    its step budget from it."""
+    record = to_core_task(task, platform=platform)
     budget = step_budget(task)
     return record.model_copy(update={"max_steps": budget}) if budget is not None else record
+
+
+def android_task(task: OSWorldTask) -> Task:
+    """The run record of an Android task: platform android, step budget from its complexity."""
+    return platform_task(task, "android")
+
+
+def android_suite_tasks() -> dict[str, Task]:
+    """The Android suite's tasks by id, each with its platform and AndroidWorld's step budget."""
+    return {task.id: android_task(task) for task in load_android_suite()}

@@ -1,0 +1,38 @@
+"""The command line's environment options, derived from the registered kinds.
+
+``--env`` offers every registered kind (read when the command runs, so a kind registered
+after the command line was built is offered too) and its help names each with its
+description; the options that set one kind's settings (``--url``, ``--image``, ...) take
+their help from that setting's own docstring (`environments.kinds.field_help`), and a
+setting the chosen kind does not have is refused by the configuration's validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from environments.kinds import describe_kinds, kind_names
+
+__all__ = ["ENV_HELP", "env_option", "environment_overrides", "parse_kind"]
+
+ENV_HELP = f"Where the rollouts run: {describe_kinds()}."
+
+
+def parse_kind(value: str) -> str:
+    """``--env``'s value: a kind registered when the command runs."""
+    known = kind_names()
+    if value not in known:
+        raise typer.BadParameter(f"{value!r} is not an environment kind: use one of {', '.join(known)}")
+    return value
+
+
+def env_option(help: str = ENV_HELP) -> Any:
+    """The ``--env`` option (a registered kind's name)."""
+    return typer.Option("--env", help=help, parser=parse_kind, metavar="KIND")
+
+
+def environment_overrides(**given: Any) -> dict[str, Any]:
+    """``environment__<setting>`` overrides for the options that were given (None: not given)."""
+    return {f"environment__{name}": value for name, value in given.items() if value is not None}
