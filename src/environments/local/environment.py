@@ -57,6 +57,8 @@ class LocalEnvironment(Environment):
         self._closed = False
         #: How the last task's wait for a ready desktop ended (None before any task with setup).
         self.last_readiness: Readiness | None = None
+        #: The last task's setup commands that ran but exited non-zero (one line each).
+        self.last_setup_warnings: list[str] = []
 
     @property
     def info(self) -> DesktopInfo:

@@ -45,9 +45,10 @@ async def prepare(env: LocalEnvironment, task: Task, cache_dir: Path) -> None:
     wait until the desktop is ready for the first look (`readiness`)."""
     wanted = needs_network(task.to_osworld())
     await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank", needs_network=wanted)
+    env.last_setup_warnings = []
     if needs_client(task):
         async with _client(env) as client:
-            await set_up_with(client, task, cache_dir)
+            env.last_setup_warnings = await set_up_with(client, task, cache_dir)
             if task.config:
                 env.last_readiness = await wait_ready(client, from_core_task(task))
 

@@ -31,10 +31,12 @@ def _context(task: Task, cache_dir: Path, password: str | None) -> TaskContext:
 
 async def set_up_with(
     client: TaskClient | Endpoint, task: Task, cache_dir: Path, *, password: str | None = None
-) -> None:
-    """Run `task`'s setup steps through `client` (after checking its evaluator can run)."""
+) -> list[str]:
+    """Run `task`'s setup steps through `client` (after checking its evaluator can run);
+    a warning line for each setup command that ran but exited non-zero."""
     if needs_client(task):
-        await run_setup(client, _context(task, cache_dir, password))
+        return await run_setup(client, _context(task, cache_dir, password))
+    return []
 
 
 async def score_with(

@@ -13,7 +13,7 @@ already done (a known difference from OSWorld's image, `differences`).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +37,8 @@ class UntouchedCheck:
     fail_score: float | None = None
     #: One line: why setup or scoring failed.
     cause: str = ""
+    #: Setup commands that ran but exited non-zero (OSWorld's controller goes on past them).
+    setup_warnings: list[str] = field(default_factory=list)
     setup_seconds: float = 0.0
     score_seconds: float = 0.0
 
@@ -64,20 +66,21 @@ async def check_untouched(env: Environment, task: Task, cache_dir: Path) -> Unto
     except (EnvError, OSError, ValueError, TimeoutError) as exc:
         return UntouchedCheck(task.id, "setup_failed", cause=_line(exc), setup_seconds=time.monotonic() - started)
     setup_seconds = time.monotonic() - started
+    warnings = list(getattr(env, "last_setup_warnings", []))
     started = time.monotonic()
     infeasible = [c.get("func") for c in _calls(task)] == ["infeasible"]
     try:
         score = await env.score_task(task, cache_dir, last_action=None)
         fail_score = await env.score_task(task, cache_dir, last_action="fail") if infeasible else None
     except EnvironmentLost as exc:
-        return UntouchedCheck(task.id, "environment_lost", cause=_line(exc), setup_seconds=setup_seconds,
-                              score_seconds=time.monotonic() - started)  # fmt: skip
+        return UntouchedCheck(task.id, "environment_lost", cause=_line(exc), setup_warnings=warnings,
+                              setup_seconds=setup_seconds, score_seconds=time.monotonic() - started)  # fmt: skip
     except Exception as exc:  # a crashed getter or metric: an outcome of its own, never a score
-        return UntouchedCheck(task.id, "scoring_failed", cause=_line(exc), setup_seconds=setup_seconds,
-                              score_seconds=time.monotonic() - started)  # fmt: skip
+        return UntouchedCheck(task.id, "scoring_failed", cause=_line(exc), setup_warnings=warnings,
+                              setup_seconds=setup_seconds, score_seconds=time.monotonic() - started)  # fmt: skip
     return UntouchedCheck(
-        task.id, "scored", score=score, fail_score=fail_score, setup_seconds=setup_seconds,
-        score_seconds=time.monotonic() - started,
+        task.id, "scored", score=score, fail_score=fail_score, setup_warnings=warnings,
+        setup_seconds=setup_seconds, score_seconds=time.monotonic() - started,
     )  # fmt: skip
 
 
