@@ -204,36 +204,74 @@ def task_gaps(task: OSWorldTask) -> list[str]:
 
 #: Steps whose `command` starts a program on the desktop.
 _PROGRAM_STEPS = ("launch", "execute", "command", "execute_with_verification")
+#: Getters that run a command on the desktop.
+_PROGRAM_GETTERS = ("vm_command_line", "vm_command_error")
+#: Shell words that are no program (builtins, keywords).
+_SHELL_WORDS = frozenset({
+    "cd", "export", "echo", "source", ".", "exec", "set", "true", "false", "if", "then", "else", "elif", "fi",
+    "for", "while", "until", "do", "done", "case", "esac", "in", "[", "[[", "]", "]]", "test", "local", "read",
+    "printf", "exit", "return", "eval", "unset", "shift", "break", "continue", "wait", "!", "{", "}", "(", ")",
+    "function", "declare", "let", "trap", "type", "command", "alias", "umask", "sleep",
+})  # fmt: skip
+#: Words that run the command after them (their own options skipped).
+_WRAPPERS = {"sudo": 1, "timeout": 2, "nohup": 1, "env": 1, "nice": 1, "xargs": 1}
+_SEGMENTS = re.compile(r"&&|\|\||[;|&\n]|\$\(|`|\bthen\b|\bdo\b|\belse\b")
 
 
-_SHELL_WORDS = frozenset({"cd", "export", "echo", "source", ".", "exec", "set", "true", "false"})
+def _segment_programs(words: list[str]) -> set[str]:
+    """The programs a shell segment runs: sudo, timeout or env, and the command after them."""
+    found: set[str] = set()
+    while words:
+        if "=" in words[0] and not words[0].startswith(("=", "-")):
+            words = words[1:]
+            continue
+        wrapper = _WRAPPERS.get(words[0])
+        if wrapper is None:
+            break
+        found.add(words[0])
+        words = words[1:]
+        while words and (words[0].startswith("-") or (wrapper == 2 and words[0].replace(".", "").isdigit())):
+            words = words[1:]
+    if not words or words[0] in _SHELL_WORDS:
+        return found
+    name = words[0].rsplit("/", 1)[-1]
+    if words[0].startswith(("./", "~", "$")) or not name:
+        return found  # a script by path or a variable: nothing to look for on PATH
+    return found | ({name} if name.replace("-", "").replace("_", "").replace(".", "").isalnum() else set())
+
+
+def _command_programs(raw: object, shell: bool) -> set[str]:
+    """Programs a step's or getter's command runs: a list's first word; with a shell, the
+    first word of every segment (pipes, lists, subshells, ``then``/``do`` bodies)."""
+    if isinstance(raw, list):
+        words = [w for w in raw if isinstance(w, str)]
+        if not shell:
+            return _segment_programs(words)
+        raw = " ".join(words)
+    if not isinstance(raw, str):
+        return set()
+    segments = _SEGMENTS.split(raw) if shell else [raw]
+    found = set()
+    for segment in segments:
+        try:
+            words = shlex.split(segment, comments=True)
+        except ValueError:
+            words = segment.split()
+        found |= _segment_programs(words)
+    return found
 
 
 def programs(task: OSWorldTask) -> set[str]:
-    """Programs the task's steps start on the desktop: each command's first word after any
-    ``NAME=value`` assignments (shell builtins and scripts by relative path left out)."""
-    found = set()
+    """Programs the task's steps and command getters run on the desktop (shell builtins,
+    keywords and scripts by path left out)."""
+    found: set[str] = set()
     for step in task.all_steps():
-        if step.type not in _PROGRAM_STEPS:
-            continue
-        raw = step.parameters.get("command")
-        if isinstance(raw, str):
-            try:
-                command: list[object] = list(shlex.split(raw))
-            except ValueError:
-                command = list(raw.split())
-        elif isinstance(raw, list):
-            command = raw
-        else:
-            continue
-        words = [w for w in command if isinstance(w, str)]
-        while words and "=" in words[0] and not words[0].startswith("="):
-            words.pop(0)
-        if not words or words[0] in _SHELL_WORDS or (osworld_shell(step.parameters.get("shell")) and "/" in words[0]):
-            continue
-        name = words[0].rsplit("/", 1)[-1]
-        if name and name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            found.add(name)
+        if step.type in _PROGRAM_STEPS:
+            found |= _command_programs(step.parameters.get("command"), osworld_shell(step.parameters.get("shell")))
+    for call in task.evaluator.calls():
+        for spec in (call.result, call.expected):
+            if spec is not None and spec.type in _PROGRAM_GETTERS:
+                found |= _command_programs(spec.params.get("command"), osworld_shell(spec.params.get("shell")))
     return found
 
 
@@ -357,6 +395,11 @@ class _Domain:
 
 
 _DIFFERENCE_TEXT = {d.key: d.what for d in DIFFERENCES}
+#: A refusal whose reason differs per task, summed up in one line.
+_SUMMARY_REASONS = {
+    "network:web": "needs the internet to be set up or solved (a browser task, a remote URL, a fetch inside "
+    "the desktop, an install); this machine has no network",
+}
 #: What `installed_here` answers for.
 HOST_FACTS = "this host (its PATH, /usr/bin/python3 and xdg-mime)"
 
@@ -452,7 +495,9 @@ class SupportReport:
         if per_task:
             lines.append("refusals per task")
             for task_id, refusals in sorted(self.refusals.items()):
-                lines.append(f"  {task_id}: " + "; ".join(f"{r.key} ({r.scope})" for r in refusals))
+                lines.append(f"  {task_id}: " + "; ".join(
+                    f"{r.key} ({r.scope}: {r.reason})" if r.key == "network:web" else f"{r.key} ({r.scope})"
+                    for r in refusals))
             lines.append("known differences per task runnable here")
             for task_id, keys in sorted(self.differences_by_task.items()):
                 lines.append(f"  {task_id}: {', '.join(keys)}")
@@ -501,7 +546,7 @@ def support_report(
         if refusals:
             report.refusals[task.id] = refusals
         for refusal in refusals:
-            report.reasons.setdefault(refusal.key, refusal.reason)
+            report.reasons.setdefault(refusal.key, _SUMMARY_REASONS.get(refusal.key, refusal.reason))
             if refusal.scope == "everywhere":
                 report.refused[refusal.key] += 1
             if refusal.kind in ("step", "getter", "metric"):
