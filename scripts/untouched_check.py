@@ -119,6 +119,16 @@ def summarize(records: list[dict]) -> None:
         print(f"  {count:>4}  {cause}")
 
 
+async def _repredict(records: list[dict], args: argparse.Namespace) -> None:
+    """The support report's prediction as the current code makes it (a desktop asked again)."""
+    tasks = {t.id: t for t in (load_task(path, domain) for domain, path in iter_task_files(args.examples))}
+    answers = await probe_desktop(set().union(*(needs(t) for t in tasks.values())))
+    for record in records:
+        refusals = task_refusals(tasks[record["task_id"]], installed=answers.__getitem__, network=args.network)
+        record["predicted"] = "runnable" if not refusals else "refused"
+        record["refusals"] = [r.key for r in refusals]
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", type=Path)
@@ -129,7 +139,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--summary", action="store_true", help="only print the summary of --out")
     args = parser.parse_args(argv)
     if args.summary:
-        summarize([json.loads(line) for line in args.out.read_text().splitlines()])
+        records = [json.loads(line) for line in args.out.read_text().splitlines()]
+        asyncio.run(_repredict(records, args))
+        summarize(records)
         return 0
     return asyncio.run(run(args))
 
