@@ -6,7 +6,8 @@ desktop does not show, and the other way round). `probe_desktop` starts one blan
 (no network, no spare), asks it everything in one command as its own account, and stops it:
 
 - ``NAME``: a program on the desktop's PATH (or the Debian equivalent its server starts in
-  its place, `app_names.EQUIVALENTS`);
+  its place, `app_names.EQUIVALENTS`) that works there: systemd's tools (`SYSTEMD_TOOLS`)
+  count only where systemd runs, which is never inside a desktop;
 - ``opener:<mime type>``: an application the desktop opens that type of file with
   (``xdg-mime query default``, which OSWorld's ``default_video_player`` getter reads too);
 - ``module:<name>``: a module the desktop's ``python`` imports (``python -c`` of tasks and
@@ -22,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from environments.server.app_names import EQUIVALENTS
+from environments.tasks.support import SYSTEMD_TOOLS
 
 from .desktop import DesktopConfig, LocalDesktop
 from .server_env import desktop_client
@@ -41,7 +43,8 @@ def _script(programs: list[str], mimes: list[str], modules: list[str]) -> str:
     lines = []
     for program in programs:
         names = " ".join(shlex.quote(n) for n in [program, *([EQUIVALENTS[program]] if program in EQUIVALENTS else [])])
-        lines.append(f"for n in {names}; do command -v \"$n\" >/dev/null 2>&1 && {{ echo {shlex.quote(program)}; break; }}; done")
+        works = "[ -d /run/systemd/system ] && " if program in SYSTEMD_TOOLS else ""
+        lines.append(f"for n in {names}; do {works}command -v \"$n\" >/dev/null 2>&1 && {{ echo {shlex.quote(program)}; break; }}; done")
     for mime in mimes:
         quoted = shlex.quote(mime)
         lines.append(f'[ -n "$(xdg-mime query default {quoted} 2>/dev/null)" ] && echo opener:{quoted}')

@@ -41,6 +41,7 @@ from environments.tasks.official import OFFICIAL_PACKAGE, MissingScorer, scorer_
 
 __all__ = [
     "HOST_FACTS",
+    "SYSTEMD_TOOLS",
     "Refusal",
     "SupportReport",
     "ignored_options",
@@ -166,7 +167,8 @@ def task_refusals(
             reason = {
                 "opener": f"no app here opens {what} files",
                 "module": f"the desktop's python cannot import {what}",
-            }.get(kind, f"the program {need} is not installed here")
+            }.get(kind, f"the program {need} is not installed here" if need not in SYSTEMD_TOOLS
+                  else f"{need} needs a running systemd, which desktops do not run")
             out.append(Refusal(kind, what, reason, "here"))
     if not network and _needs_network(task):
         out.append(Refusal("network", "download", "downloads files from the internet; this machine has no network",
@@ -395,6 +397,8 @@ class _Domain:
 
 
 _DIFFERENCE_TEXT = {d.key: d.what for d in DIFFERENCES}
+#: systemd's tools: installed with it, working only where it runs (never inside a desktop).
+SYSTEMD_TOOLS = frozenset({"timedatectl", "systemctl", "hostnamectl", "localectl", "loginctl", "busctl", "journalctl"})
 #: A refusal whose reason differs per task, summed up in one line.
 _SUMMARY_REASONS = {
     "network:web": "needs the internet to be set up or solved (a browser task, a remote URL, a fetch inside "
