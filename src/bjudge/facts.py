@@ -16,13 +16,14 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from core.llm import ChatMessage, ChatModel, ImagePart, TextPart
+from core.replies import ReplyProblem
 from core.trajectory import Step
 
 from .augment import AugmentedTransition, FrameMemo, augment, digest
 from .cache import FactCache, cache_key
 from .calls import ask
 from .config import NarrativeConfig
-from .parsing import parse_facts, tag_section
+from .parsing import read_facts, tag_section
 from .prompts import prompt_version, render
 from .steps import control_fact, describe_step
 
@@ -121,10 +122,10 @@ class FactGenerator:
         limit = self.cfg.max_facts
 
         def parse(text: str) -> tuple[list[str] | None, str | None]:
-            found = parse_facts(text, limit=limit)
-            if found is None:
-                return None, "it has no <facts>...</facts> section"
-            return found, None
+            try:
+                return read_facts(text, limit=limit), None
+            except ReplyProblem as exc:
+                return None, str(exc)
 
         asked = await ask(self.model, self.messages(step, shown), module="narrative", parse=parse,
                           instruction=_FORMAT, max_reasks=self.cfg.max_format_retries, config=self.cfg.generate)

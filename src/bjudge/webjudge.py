@@ -15,13 +15,14 @@ import asyncio
 from collections.abc import Sequence
 
 from core.llm import ChatMessage, ChatModel, ImagePart, Part, TextPart
+from core.replies import ReplyProblem
 from core.trajectory import Selection
 
 from .calls import Asked, ask, cost_of
 from .candidates import Candidate
 from .config import JudgeConfig
 from .mcq import failed_for_good, opening
-from .parsing import parse_choice, parse_items, tag_section
+from .parsing import parse_choice, read_items, tag_section
 from .prompts import render
 
 __all__ = ["WebJudge"]
@@ -43,8 +44,11 @@ class WebJudge:
 
     async def key_points(self, task: str) -> Asked[list[str]]:
         def parse(text: str) -> tuple[list[str] | None, str | None]:
-            found = parse_items(text, "key_points")
-            return (found, None) if found else (None, "it has no non-empty <key_points>...</key_points> list")
+            try:
+                found = read_items(text, "key_points")
+            except ReplyProblem as exc:
+                return None, str(exc)
+            return (found, None) if found else (None, "the <key_points> list is empty; name every requirement")
 
         messages = [ChatMessage(role="user", content=render("webjudge_key_points", task=task))]
         return await ask(self.model, messages, module="judge", parse=parse,

@@ -14,15 +14,26 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, TextPart
 from gprm.history import HistoryStep, history_lines
 from gprm.prompts import render
 from gprm.records import MemoryRecord
 from gprm.replies import ReplyError, parse_list, parse_summary
 
-__all__ = ["CondensedHistory", "DynamicMemory", "validate_retrieval"]
+__all__ = ["CondensedHistory", "DynamicMemory", "RetrievalReply", "validate_retrieval"]
 
 MODULE = "prm"
+
+
+class RetrievalReply(BaseModel):
+    """The retrieval's JSON contract as an object (structured outputs need one at the root):
+    the history list with the early steps blanked. `parse_list` reads its one list, so the
+    free-text and the structured reply go through the same checks (`validate_retrieval`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    history: list[str]
 
 
 def validate_retrieval(reply: list[object], n: int) -> int:

@@ -1,7 +1,9 @@
 """A benchmark run's metrics, per domain and overall, and its cost per module.
 
 Scores come from each task's ``result.json`` (an unevaluated rollout counts 0); a rollout
-*succeeds* when its score is 1. Per group of tasks:
+*succeeds* when its score is 1. A task whose setup or scorer failed on a rollout
+(`TaskResult.errors`) is *errored*: it is left out of every rate below and counted beside
+them (``errored``), never as 0. Per group of tasks (``tasks`` counts those scored):
 
 - ``selected``: mean score of the rollout the strategy picked (no pick: 0; one rollout: it);
 - ``mean_rollout``: mean over tasks of the mean score of their rollouts;
@@ -60,6 +62,9 @@ class GroupMetrics:
     """Rates over one group of tasks (a domain, or all)."""
 
     tasks: int = 0
+    """Tasks scored: the rates' denominator."""
+    errored: int = 0
+    """Tasks left out of the rates: a rollout's setup or scorer failed (an error, not a 0)."""
     selected: float = 0.0
     mean_rollout: float = 0.0
     pass_at_n: float = 0.0
@@ -93,7 +98,8 @@ class BenchMetrics:
 
     def to_json(self) -> dict[str, Any]:
         def group(g: GroupMetrics) -> dict[str, Any]:
-            return {**asdict(g), "judge_accuracy": g.judge_accuracy}
+            rates = {} if g.tasks else {"selected": None, "mean_rollout": None, "pass_at_n": None}  # none scored
+            return {**asdict(g), **rates, "judge_accuracy": g.judge_accuracy}
 
         return {"n": self.n, "overall": group(self.overall),
                 "domains": {d: group(g) for d, g in sorted(self.domains.items())},
@@ -115,8 +121,10 @@ def selected_score(result: TaskResult) -> float:
 
 
 def group_metrics(results: list[TaskResult]) -> GroupMetrics:
-    """Rates over `results` (see the module's docstring)."""
-    g = GroupMetrics(tasks=len(results))
+    """Rates over the scored `results`, the errored ones counted apart (see the module's docstring)."""
+    errored = sum(r.errored for r in results)
+    results = [r for r in results if not r.errored]
+    g = GroupMetrics(tasks=len(results), errored=errored)
     if not results:
         return g
     for r in results:
@@ -225,12 +233,15 @@ def _pct(x: float | None) -> str:
 
 def format_metrics(metrics: BenchMetrics) -> str:
     """The rates per domain and overall, then the cost per module, as plain-text tables."""
-    head = f"{'domain':<22}{'tasks':>6}{'selected %':>12}{'mean %':>9}{f'pass@{metrics.n} %':>12}{'judge acc %':>13}{'subset':>8}"
+    head = (f"{'domain':<22}{'run':>5}{'scored':>8}{'errored':>8}{'selected %':>12}{'mean %':>9}"
+            f"{f'pass@{metrics.n} %':>12}{'judge acc %':>13}{'subset':>8}")
     lines = [head]
     rows = [*sorted(metrics.domains.items()), ("overall", metrics.overall)]
     for name, g in rows:
-        lines.append(f"{name:<22}{g.tasks:>6}{_pct(g.selected):>12}{_pct(g.mean_rollout):>9}"
-                     f"{_pct(g.pass_at_n):>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}")
+        scored = g.tasks > 0  # no task scored: no rate, never 0
+        selected, mean, best = (_pct(x) if scored else "—" for x in (g.selected, g.mean_rollout, g.pass_at_n))
+        lines.append(f"{name:<22}{g.tasks + g.errored:>5}{g.tasks:>8}{g.errored:>8}{selected:>12}{mean:>9}"
+                     f"{best:>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}")
     if metrics.modules:
         lines += ["", f"{'per task':<22}" + "".join(f"{m:>12}" for m in metrics.modules)]
         for label, key, fmt in (("calls", "calls", "{:.0f}"), ("dollars", "dollars", "{:.4f}"),
@@ -238,4 +249,7 @@ def format_metrics(metrics: BenchMetrics) -> str:
                                 ("median seconds", "median_seconds", "{:.1f}")):
             lines.append(f"{label:<22}" + "".join(f"{fmt.format(getattr(c, key)):>12}" for c in metrics.modules.values()))
         lines.append("(rollout: per rollout, its agent's calls and wall time; other modules: per task)")
+    if metrics.overall.errored:
+        lines.insert(len(rows) + 1, "(scored: the rates' denominator; errored: setup or scorer failed, left out "
+                                    "of every rate, not counted as 0)")
     return "\n".join(lines)

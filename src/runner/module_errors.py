@@ -172,7 +172,8 @@ def summarize_errors(console: Console, layout: RunLayout, max_share: float) -> i
     `max_share` of its records."""
     tally = count_run(layout)
     if not tally.failed and not tally.failed_calls:
-        console.print("[bold]errors[/bold] none: every guide, narrator, judge, critic and policy record succeeded")
+        console.print("[bold]module errors[/bold] none: every guide, narrator, judge, critic and policy record "
+                      "succeeded")
         return 0
     console.print(f"[bold red]{escape(tally.line())}[/bold red]")
     for line in tally.details():

@@ -25,7 +25,7 @@ import numpy as np
 from bjudge import Candidate, JudgeConfig, NarrativeBuilder, NarrativeConfig, make_judge
 from bjudge.representations import narrate_rollout
 from core.llm import ChatModel
-from core.trajectory import AGENT_OUTCOMES, RunLayout
+from core.trajectory import AGENT_OUTCOMES, RunLayout, rollout_error
 
 from .wide import fact_cache
 
@@ -34,6 +34,7 @@ __all__ = [
     "PoolRollout",
     "SweepError",
     "SweepPoint",
+    "errored_rollouts",
     "load_pools",
     "parse_mixtures",
     "scaled_counts",
@@ -108,9 +109,16 @@ class PoolRollout:
         return self.score >= 1.0 - 1e-9
 
 
+def errored_rollouts(layouts: Sequence[RunLayout]) -> int:
+    """Rollouts of the runs whose task setup or scorer failed: left out of every pool (an
+    error, never a score), counted so the sweep can say so."""
+    return sum(rollout_error(info) is not None
+               for layout in layouts for headers in layout.headers().values() for info in headers.values())
+
+
 def load_pools(layouts: Sequence[RunLayout]) -> tuple[dict[str, dict[str, list[PoolRollout]]], dict[str, str]]:
     """{task: {model: rollouts}} over the runs, rollouts ended by the agent only (a world
-    failure says nothing of a model), and each task's instruction."""
+    failure, a failed setup or scorer, says nothing of a model), and each task's instruction."""
     pools: dict[str, dict[str, list[PoolRollout]]] = defaultdict(lambda: defaultdict(list))
     instructions: dict[str, str] = {}
     for i, layout in enumerate(layouts):
@@ -120,7 +128,7 @@ def load_pools(layouts: Sequence[RunLayout]) -> tuple[dict[str, dict[str, list[P
                 continue
             instructions.setdefault(task_id, task.instruction)
             for k, info in sorted(headers.items()):
-                if info is None or info.status not in AGENT_OUTCOMES:
+                if info is None or info.status not in AGENT_OUTCOMES or info.score_error is not None:
                     continue
                 pools[task_id][info.model].append(PoolRollout(i, task_id, k, info.model, info.score or 0.0))
     return {t: dict(m) for t, m in pools.items()}, instructions

@@ -20,7 +20,7 @@ from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunLayout
 
 from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
-from .sweep import SweepError, SweepPoint, parse_mixtures, sweep
+from .sweep import SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
 
 __all__ = ["plot_sweep", "sweep_command", "write_tables"]
 
@@ -144,6 +144,9 @@ def sweep_command(
     except SweepError as e:
         raise _fail(str(e)) from None
     typer.echo(_table(points))
+    errored = errored_rollouts(layouts)
+    if errored:
+        typer.echo(f"left out: {errored} rollouts whose task setup or scorer failed (errors, not scores)")
     json_path, csv_path = write_tables(points, folder)
     png = plot_sweep(points, folder / "sweep.png")
     new = ledger.records[before:]

@@ -82,8 +82,8 @@ def test_summary_json_and_table(layout: RunLayout) -> None:
     table = format_metrics(m)
     assert "pass@2 %" in table and "overall" in table
     overall = next(line for line in table.splitlines() if line.startswith("overall"))
-    assert overall.split()[1:] == ["4", "50.0", "50.0", "75.0", "50.0", "2"]
+    assert overall.split()[1:] == ["4", "4", "0", "50.0", "50.0", "75.0", "50.0", "2"]  # run, scored, errored
     html = write_report(layout).read_text()
     section = html[html.index("<h2>benchmark</h2>"):]
-    assert "<td>overall</td><td>4</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
+    assert "<td>overall</td><td>4</td><td>0</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
     assert "<th>rollout</th><th>policy</th>" in section

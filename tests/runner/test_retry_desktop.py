@@ -205,9 +205,10 @@ class SolveAndThemis:
                 "done": True, "reason": "typing the item is what the task asks; saving is checked by the judge"}),
             ("You verify one milestone", "verifier", {
                 "step": 2, "verdict": 1, "evidence": ["the last line of the editor reads apples"]}),
-            ("You audit the evidence", "reviewer", {"sound": True, "summary": "the evidence shows the item"}),
+            ("You audit the evidence", "reviewer", {"sound": True, "concerns": [], "summary": "the evidence shows the item"}),
             ("You decide whether a computer-use agent completed", "judge", {
-                "decision": "completed", "reason": "apples was added and the file saved", "key_steps": [2]}),
+                "decision": "completed", "reason": "apples was added and the file saved", "key_steps": [2],
+                "qa": {"is_qa": False}}),
         ):
             if marker in system:
                 self.seen.setdefault(role, []).append(request)

@@ -93,6 +93,12 @@ def js(**obj: Any) -> str:
     return json.dumps(obj)
 
 
+#: The QA block a judge reply must carry, for a task that asks no question.
+NOT_QA: dict[str, Any] = {"is_qa": False}
+PAPER_NOT_QA: dict[str, Any] = {"is_qa_task": False, "last_agent_answer": "", "compliance_verdict": "not_applicable",
+                                "notes": ""}
+
+
 Handler = Callable[[ScriptRequest], str]
 
 

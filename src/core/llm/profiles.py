@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import ModelError
 from .types import GenerateConfig
+from .vision import VisionRules, vision_fields
 
 __all__ = [
     "OVERRIDES_ENV",
@@ -91,6 +92,8 @@ class Profile(BaseModel):
     token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     max_output: int | None = None
     images: ImageLimits = ImageLimits()
+    #: The largest screenshot it sees unshrunk and how it states points (`core.llm.vision`).
+    vision: VisionRules = VisionRules()
     status: Status = "active"
     shutdown: str | None = None
     replacement: str | None = None
@@ -186,6 +189,10 @@ def resolve(name: str, *, anthropic_version: str | None = None,
             _merge(fields, {k: v for k, v in rule.items() if k != "source"})
             if rule.get("source"):
                 sources.append(f"anthropic-version {version}: {str(rule['source']).strip()}")
+    seen, seen_source = vision_fields(rules.get("vision", []), name)
+    if seen:
+        _merge(fields, {"vision": seen})
+        sources.append(f"vision: {seen_source.strip()}")
     override = {**_overrides().get(name, {}), **(extra or {})}
     if override:
         _merge(fields, override)
@@ -201,8 +208,8 @@ def resolve(name: str, *, anthropic_version: str | None = None,
 
 def _merge(into: dict[str, Any], layer: dict[str, Any]) -> None:
     for key, value in layer.items():
-        if key == "images" and isinstance(value, dict):
-            into["images"] = {**into.get("images", {}), **value}
+        if key in ("images", "vision") and isinstance(value, dict):
+            into[key] = {**into.get(key, {}), **value}
         else:
             into[key] = value
 
