@@ -2,10 +2,11 @@
 beside what the support report predicted for it.
 
 For each task: the support report's prediction (runnable here, or its refusals, with a local
-desktop's answers and this machine's network setting), then the environment-level check
-(`environments.tasks.untouched`): set up, scored with nobody acting, flagged when doing
-nothing scores 1, or failed with its cause. One JSON line per task goes to ``--out``
-(a rerun skips the tasks already there); the summary is printed at the end.
+desktop's answers and this machine's network setting), then the check of `agent-s3 tasks
+check` (`runner.task_check.check_one`) on one local desktop: set up, scored with nobody
+acting, flagged when doing nothing scores 1, or failed with its cause, plus the setup commands
+that ran but exited non-zero. One JSON line per task goes to ``--out`` (a rerun skips the
+tasks already there); the summary is printed at the end.
 
     python scripts/untouched_check.py EXAMPLES_DIR --out results.jsonl [--network] [--limit N] [--only ID...]
 
@@ -29,7 +30,7 @@ from environments.local.server_env import server_environment
 from environments.tasks import iter_task_files, load_task
 from environments.tasks.convert import to_core_task
 from environments.tasks.support import needs, task_refusals
-from environments.tasks.untouched import UntouchedCheck, check_untouched
+from runner.task_check import TaskCheck, check_one
 
 #: No task may hold the desktop longer than this (OSWorld's own waits can last 30 minutes).
 TASK_CAP_S = 300.0
@@ -62,25 +63,27 @@ async def run(args: argparse.Namespace) -> int:
                         continue
                     refusals = task_refusals(task, installed=answers.__getitem__, network=args.network)
                     started = time.monotonic()
+                    env.last_setup_warnings = []
                     try:
                         check = await asyncio.wait_for(
-                            check_untouched(env, to_core_task(task), Path(base) / "cache" / task.id), TASK_CAP_S
+                            check_one(env, to_core_task(task), task.domain, Path(base) / "cache" / task.id), TASK_CAP_S
                         )
                     except TimeoutError:
-                        check = UntouchedCheck(task.id, "setup_failed", cause=f"the check took over {TASK_CAP_S:g} s")
+                        check = TaskCheck(task.id, task.domain, "setup_failed",
+                                          reason=f"task {task.id}: the check took over {TASK_CAP_S:g} s")
                     if desktop.problem() is not None:  # a task that killed its desktop: start afresh
                         await asyncio.to_thread(desktop.close)
                         await asyncio.to_thread(desktop.start)
                     record = check.to_json() | {
-                        "domain": task.domain,
                         "predicted": "runnable" if not refusals else "refused",
                         "refusals": [r.key for r in refusals],
-                        "seconds": round(time.monotonic() - started, 1),
+                        "setup_warnings": list(env.last_setup_warnings),
+                        "wall_seconds": round(time.monotonic() - started, 1),
                     }
                     done[task.id] = record
                     out.write(json.dumps(record) + "\n")
                     out.flush()
-                    note = check.cause or "; ".join(check.setup_warnings)
+                    note = check.reason or "; ".join(env.last_setup_warnings)
                     print(f"[{number}/{len(tasks)}] {task.domain} {task.id[:8]} {record['predicted']:<8} "
                           f"{check.outcome:<15} score={check.score} {note[:140]}", flush=True)
         finally:
@@ -90,30 +93,35 @@ async def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cause(record: dict) -> str:
+    """A failure's cause without the task's own name (so like causes count together)."""
+    reason = str(record.get("reason") or "")
+    return reason.split(": ", 1)[1] if reason.startswith("task ") and ": " in reason else reason
+
+
 def summarize(records: list[dict]) -> None:
     """Outcomes beside the prediction, and every cause of failure among predicted-runnable tasks."""
     table: Counter[tuple[str, str]] = Counter()
     for r in records:
-        outcome = r["outcome"]
-        if outcome == "scored":
-            outcome = "scored, flagged (1 untouched)" if r["flagged"] else "scored"
+        outcome = {"ok": "scored", "flagged": "scored, flagged (1 untouched)"}.get(r["outcome"], r["outcome"])
         table[(r["predicted"], outcome)] += 1
     print(f"\ntasks {len(records)}")
     for (predicted, outcome), count in sorted(table.items()):
         print(f"  predicted {predicted:<9} -> {outcome:<32} {count:>4}")
+    scored = ("ok", "flagged")
     causes = Counter(
-        r["cause"].split(":", 2)[-1].strip()[:120] for r in records if r["predicted"] == "runnable" and r["outcome"] != "scored"
+        _cause(r)[:120] for r in records if r["predicted"] == "runnable" and r["outcome"] not in scored
     )
     if causes:
         print("failures of tasks predicted runnable:")
         for cause, count in causes.most_common():
             print(f"  {count:>4}  {cause}")
-    warned = [r for r in records if r["outcome"] == "scored" and r.get("setup_warnings")]
+    warned = [r for r in records if r["outcome"] in scored and r.get("setup_warnings")]
     if warned:
         print(f"scored although a setup command exited non-zero: {len(warned)}")
         for r in warned:
             print(f"  {r['domain']} {r['task_id'][:8]} score={r['score']}: {r['setup_warnings'][0][:140]}")
-    refused = Counter(r["cause"].split(":", 2)[-1].strip()[:90] for r in records if r["predicted"] == "refused")
+    refused = Counter(_cause(r)[:90] for r in records if r["predicted"] == "refused" and r["outcome"] not in scored)
     print("causes among tasks predicted refused (top 15):")
     for cause, count in refused.most_common(15):
         print(f"  {count:>4}  {cause}")

@@ -2,8 +2,9 @@
 
 A sample (one task per domain this machine runs offline, `SAMPLE`) is set up and scored
 untouched: every one sets up, every scorer runs, doing nothing scores 0, and an infeasible
-task answered FAIL scores 1; a task whose untouched state already scores 1 here (a known
-difference from OSWorld's image) is flagged. Then three tasks are solved by scripted
+task answered FAIL scores 1. The same sample goes through ``agent-s3 tasks check`` (where a
+task whose untouched state already scores 1 here, a known difference from OSWorld's image, is
+flagged) and ``agent-s3 bench osworld`` with the do-nothing policy. Three tasks are solved by scripted
 solutions and score 1 through OSWorld's own scorer: one by the coding agent changing the
 desktop's settings (gsettings, in the desktop's session), one through ``sudo`` typed into
 GNOME Terminal, one in GIMP's window.
@@ -16,7 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -31,8 +36,8 @@ from environments.local.server_env import desktop_client, server_environment
 from environments.tasks import load_task
 from environments.tasks.convert import to_core_task
 from environments.tasks.readiness import CAP_S
-from environments.tasks.untouched import check_untouched
 from reference_data import OSWORLD_TASKS, requires_osworld_tasks
+from runner.task_check import check_one
 
 pytestmark = [requires_osworld_tasks, pytest.mark.desktop, pytest.mark.integration]
 
@@ -85,17 +90,12 @@ async def test_a_real_task_sets_up_and_scores_untouched(
     failed: float | None,
 ) -> None:
     _needs(app)
-    check = await check_untouched(env, _task(domain, prefix), tmp_path)
-    assert check.outcome == "scored", check
-    assert check.score == untouched and not check.flagged, check
-    assert check.fail_score == failed, check
-
-
-async def test_a_task_that_scores_1_untouched_is_flagged(env: LocalEnvironment, tmp_path: Path) -> None:
-    domain, prefix, app = FLAGGED
-    _needs(app)
-    check = await check_untouched(env, _task(domain, prefix), tmp_path)
-    assert check.outcome == "scored" and check.score == 1.0 and check.flagged, check
+    task = _task(domain, prefix)
+    check = await check_one(env, task, domain, tmp_path)
+    assert check.outcome == "ok" and check.setup_ok and check.scorer_ok, check
+    assert check.score == untouched, check
+    if failed is not None:  # infeasible: OSWorld's FAIL is the answer that scores
+        assert await env.score_task(task, tmp_path, last_action="fail") == failed
 
 
 async def test_the_coding_agent_switches_on_do_not_disturb(env: LocalEnvironment, tmp_path: Path) -> None:
@@ -168,3 +168,60 @@ async def test_gimps_docks_hidden_in_its_window(env: LocalEnvironment, tmp_path:
     assert (await env.act("pyautogui.press('tab')")).ok
     await asyncio.sleep(1.0)
     assert await env.score_task(task, tmp_path, last_action=None) == 1.0
+
+
+#: The same sample through the command line (GIMP's task left to the environment-level test,
+#: the slowest start here), with the task whose untouched state scores 1 here.
+_CLI_SAMPLE = [(d, p, a) for d, p, a, *_ in SAMPLE if d != "gimp"] + [FLAGGED]
+_AGENT = Path(sys.executable).with_name("agent-s3")
+
+
+def _cli_examples(root: Path, tasks: list[tuple[str, str, str | None]]) -> dict[str, list[str]]:
+    """The tasks whose apps are installed, copied as an examples folder; their ids by domain."""
+    listed: dict[str, list[str]] = {}
+    for domain, prefix, app in tasks:
+        if app is not None and shutil.which(app) is None:
+            continue
+        source = next((OSWORLD_TASKS / "examples" / domain).glob(f"{prefix}*.json"))
+        (root / domain).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, root / domain / source.name)
+        listed.setdefault(domain, []).append(source.stem)
+    return listed
+
+
+@pytest.mark.timeout(600)
+def test_the_sample_through_tasks_check_and_a_do_nothing_bench(tmp_path: Path) -> None:
+    """`agent-s3 tasks check` sets each up and scores it untouched (0, the default-player task
+    flagged at 1); `agent-s3 bench osworld --model scripted/noop` ends each at once and scores
+    0 (no key, no model)."""
+    if os.geteuid() != 0 or shutil.which("bwrap") is None:
+        pytest.skip("local desktops need root and bubblewrap")
+    examples = tmp_path / "examples"
+    listed = _cli_examples(examples, _CLI_SAMPLE)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(AGENT_S3_ENV_DIR=str(tmp_path / "envs"), COLUMNS="250")
+    checked = subprocess.run(
+        [str(_AGENT), "tasks", "check", str(examples), "--json", "--parallel", "2", "--network", "off",
+         "--out", str(tmp_path / "runs"), "--run-id", "check"],
+        env=env, capture_output=True, text=True, timeout=500,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    by_id = {t["task_id"]: t for t in json.loads(checked.stdout)["tasks"]}
+    flagged = next(t for t in by_id if t.startswith(FLAGGED[1]))
+    for task_id, check in by_id.items():
+        expected = ("flagged", 1.0) if task_id == flagged else ("ok", 0.0)
+        assert (check["outcome"], check["score"]) == expected and check["setup_ok"] and check["scorer_ok"], check
+    del listed[FLAGGED[0]][listed[FLAGGED[0]].index(flagged)]
+    task_list = tmp_path / "test_sample.json"
+    task_list.write_text(json.dumps({d: ids for d, ids in listed.items() if ids}))
+    benched = subprocess.run(
+        [str(_AGENT), "bench", "osworld", "--tasks", str(task_list), "--examples", str(examples), "--model",
+         "scripted/noop", "--settle", "0.3", "--parallel", "2", "--network", "off", "--out", str(tmp_path / "runs"),
+         "--run-id", "noop"],
+        env=env, capture_output=True, text=True, timeout=500,
+    )  # fmt: skip
+    assert benched.returncode == 0, benched.stdout[-2000:] + benched.stderr[-2000:]
+    n = sum(len(ids) for ids in listed.values())
+    assert f"tasks run {n}: scored {n}, errored 0" in benched.stdout
+    for task_id in (t for ids in listed.values() for t in ids):
+        assert f"{task_id} selected 0 score 0, pass@1 0.0" in benched.stdout
