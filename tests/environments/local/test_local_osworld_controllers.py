@@ -27,6 +27,7 @@ from environments.tasks.context import TaskContext
 from environments.tasks.door import reach
 from environments.tasks.getters import official_env
 from environments.tasks.model import OSWorldTask
+from environments.tasks.official import getter
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 controllers = pytest.importorskip("desktop_env.controllers.python", reason="needs desktop-env (scripts/setup.sh)")
@@ -193,17 +194,17 @@ async def test_vlc_getters_read_the_desktops_own_port(shared_desktops: list[Loca
         with _host_port_8080() as decoy:
             async with reach(client) as endpoint:
                 env = official_env(endpoint, ctx)
-                getters = pytest.importorskip("desktop_env.evaluators.getters")
+                playing, vlc_config = getter("vlc_playing_info").fn, getter("vlc_config").fn  # OSWorld's own
 
                 def read() -> tuple[str | None, str | None]:
                     status = None
                     for _ in range(80):
                         with contextlib.suppress(Exception):
-                            status = getters.get_vlc_playing_info(env, {"dest": "status.xml"})
+                            status = playing(env, {"dest": "status.xml"})
                         if status:
                             break
                         time.sleep(0.25)
-                    config = getters.get_vlc_config(env, {"dest": "vlcrc"})
+                    config = vlc_config(env, {"dest": "vlcrc"})
                     return (
                         Path(status).read_text() if status else None,
                         Path(config).read_text() if config else None,
