@@ -6,7 +6,8 @@ the task does; a task file of this project's own suite can say it outright with
 needs the internet, to be set up or to be solved, when it
 
 - says so (``requires_network`` / ``network``) or asks for OSWorld's proxy (``proxy: true``);
-- is a browser task (``chrome`` among its related apps, or its snapshot): the model browses;
+- is a browser task (``chrome`` among its related apps, or, for a task that names none, its
+  snapshot): the model browses;
 - opens or launches a remote URL in a setup step (``open_tabs``, ``chrome_open_tabs``, a
   command line holding one);
 - fetches inside the desktop in a setup or postconfig step (``apt-get install``, ``pip
@@ -80,7 +81,9 @@ def network_reason(task: OSWorldTask | dict[str, Any]) -> str | None:
                 return f"the task file sets {name}" if said else None
     if _flag(data.get("proxy")):
         return "the task asks for OSWorld's proxy"
-    apps = {str(a).lower() for a in data.get("related_apps") or []} | {str(data.get("snapshot") or "").lower()}
+    # An OSWorld task file names its apps in related_apps; its snapshot is a loose label that
+    # OSWorld itself never reads (five VLC tasks say "chrome"), so it counts only without them.
+    apps = {str(a).lower() for a in data.get("related_apps") or []} or {str(data.get("snapshot") or "").lower()}
     browser = sorted(apps & BROWSER_APPS)
     if browser:
         return f"a {browser[0]} task"
