@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from core.config import ConfigError, dump_config, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import WORLD_FAILURES, RunLayout, Task, check_name
 from environments.kinds import field_help, get_kind
@@ -43,7 +44,7 @@ from .module_errors import ErrorTally, summarize_errors
 from .noop_policy import NOOP_NOTE, is_noop, register_noop
 from .presets import with_preset
 from .pricing import check_prices, unpriced_line
-from .progress import StepPrinter
+from .progress import RetryPrinter, StepPrinter
 from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
@@ -240,7 +241,8 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             assert isinstance(strategy, SingleRollout | RetryUntilSuccess)
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[StepPrinter(console, tally=ErrorTally(), ledger=ledger)])
-            with console.status(f"running {task.id} ...", spinner="dots"), official_output_to_log():
+            with console.status(f"running {task.id} ...", spinner="dots"), official_output_to_log(), \
+                    watching_retries(RetryPrinter(console)):
                 await strategy(run)
             if isinstance(strategy, RetryUntilSuccess):
                 for attempt in strategy.history[task.id]:

@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from core.config import dump_config
 from core.llm import CallRecord, Ledger, MissingAPIKeyError
+from core.llm.notices import watching_retries
 from core.trajectory import RunLayout, Task
 
 from .board import RolloutBoard
@@ -90,7 +91,7 @@ async def run_wide(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelS
             await asyncio.to_thread(layout.write_config, dump_config(shown))
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[board.hook])
-            with board.live():
+            with board.live(), watching_retries(board.retry):
                 await strategy(run)
             console.print()
     finally:
