@@ -20,7 +20,7 @@ from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunLayout
 
 from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
-from .sweep import SweepError, SweepPoint, parse_mixtures, sweep
+from .sweep import SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
 
 __all__ = ["plot_sweep", "sweep_command", "write_tables"]
 
@@ -78,11 +78,14 @@ def plot_sweep(points: list[SweepPoint], path: Path) -> Path:
 
 
 def _table(points: list[SweepPoint]) -> str:
-    lines = [f"{'mixture':<32}{'N':>4}{'tasks':>7}{'success %':>11}{'95% CI':>15}{'pass@N %':>10}{'judge calls':>13}"]
+    lines = [f"{'mixture':<32}{'N':>4}{'tasks':>7}{'success %':>11}{'95% CI':>15}{'pass@N %':>10}{'judge calls':>13}"
+             f"{'judge err':>11}"]
     for p in points:
         ci = f"{100 * p.success_ci[0]:.1f}-{100 * p.success_ci[1]:.1f}"
         lines.append(f"{p.mixture:<32}{p.n:>4}{p.tasks:>7}{100 * p.success:>11.1f}{ci:>15}"
-                     f"{100 * p.pass_at_n:>10.1f}{p.judge_calls:>13}")
+                     f"{100 * p.pass_at_n:>10.1f}{p.judge_calls:>13}{p.judge_errors:>11}")
+    if any(p.judge_errors for p in points):
+        lines.append("(judge err: draws whose judge failed for good, left out of success %: errors, not picks)")
     return "\n".join(lines)
 
 
@@ -144,6 +147,9 @@ def sweep_command(
     except SweepError as e:
         raise _fail(str(e)) from None
     typer.echo(_table(points))
+    errored = errored_rollouts(layouts)
+    if errored:
+        typer.echo(f"left out: {errored} rollouts whose task setup or scorer failed (errors, not scores)")
     json_path, csv_path = write_tables(points, folder)
     png = plot_sweep(points, folder / "sweep.png")
     new = ledger.records[before:]
