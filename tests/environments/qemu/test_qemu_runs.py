@@ -169,12 +169,14 @@ def test_env_up_ls_down_keep_vms_running_between_commands(test_image: BuiltImage
     up = _cli(["env", "up", "--env", "qemu", "--image", str(test_image.path), "-n", "2", *base,
                "-c", "environment.memory_mib=1024", "-c", "environment.cpus=1",
                "-c", f"environment.base_dir={tmp_path / 'vms'}"], tmp_path)
-    assert up.returncode == 0, up.stdout + up.stderr
-    names = [line.split("\t")[0] for line in up.stdout.splitlines()]
-    assert len(names) == 2 and sorted(_guests(_qemus() - before)) == sorted(names)  # they outlive the command
-    listed = _cli(["env", "ls", *base], tmp_path).stdout
-    assert all(name in listed for name in names) and "http://127.0.0.1:" in listed
-    down = _cli(["env", "down", "--all", *base], tmp_path)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        names = [line.split("\t")[0] for line in up.stdout.splitlines()]
+        assert len(names) == 2 and sorted(_guests(_qemus() - before)) == sorted(names)  # they outlive the command
+        listed = _cli(["env", "ls", *base], tmp_path).stdout
+        assert all(name in listed for name in names) and "http://127.0.0.1:" in listed
+    finally:
+        down = _cli(["env", "down", "--all", *base], tmp_path)  # never leave the host behind
     assert down.returncode == 0 and not set(_guests(_qemus())) & set(names)
     assert "no desktops running" in _cli(["env", "ls", *base], tmp_path).stdout
 
