@@ -18,11 +18,11 @@ from core.llm import ChatMessage, ChatModel, ImagePart, Part, TextPart
 from core.replies import ReplyProblem
 from core.trajectory import Selection
 
-from .calls import Asked, ask, cost_of
+from .calls import Asked, ask, cost_of, thoughts_of
 from .candidates import Candidate
 from .config import JudgeConfig
 from .mcq import failed_for_good, opening
-from .parsing import parse_choice, read_items, tag_section
+from .parsing import AnswerReply, KeyPointsReply, parse_choice, read_items
 from .prompts import render
 
 __all__ = ["WebJudge"]
@@ -53,13 +53,13 @@ class WebJudge:
         messages = [ChatMessage(role="user", content=render("webjudge_key_points", task=task))]
         return await ask(self.model, messages, module="judge", parse=parse,
                          instruction="Reply with <key_points>...</key_points>, one requirement per line.",
-                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate)
+                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=KeyPointsReply)
 
     async def _screen(self, task: str, points: list[str], image: ImagePart) -> Asked[int]:
         messages = [ChatMessage(role="user", content=[TextPart(text=render("webjudge_screen", task=task,
                                                                            key_points=points)), image])]
         return await ask(self.model, messages, module="judge", parse=_score, instruction=_SCORE,
-                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate)
+                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=AnswerReply)
 
     async def outcome(self, task: str, points: list[str], candidate: Candidate) -> list[Asked[int]]:
         """The screen scores, then the outcome score (last) of one attempt."""
@@ -69,7 +69,7 @@ class WebJudge:
         kept: list[Part] = []
         for n, (image, judged) in enumerate(zip(images, screens, strict=True), start=1):
             if judged.value is not None and judged.value >= self.cfg.key_screen_threshold:
-                seen = tag_section(judged.reply, "thoughts") or ""
+                seen = thoughts_of(judged.reply)
                 kept += [TextPart(text=f"Key screenshot {n} (evidence {judged.value}/5): {seen}"), image]
         parts: list[Part] = [TextPart(text="===== The attempt ====="), *text,
                              TextPart(text=f"===== Key screenshots ({len(kept) // 2} of {len(images)}) ====="),
@@ -77,7 +77,7 @@ class WebJudge:
         messages = [ChatMessage(role="system", content=render("webjudge_outcome", task=task, key_points=points)),
                     ChatMessage(role="user", content=parts)]
         final = await ask(self.model, messages, module="judge", parse=_score, instruction=_SCORE,
-                          max_reasks=self.cfg.max_reasks, config=self.cfg.generate)
+                          max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=AnswerReply)
         return [*screens, final]
 
     async def __call__(self, task: str, candidates: Sequence[Candidate]) -> Selection:
@@ -107,7 +107,7 @@ class WebJudge:
                 continue
             scores[candidate.rollout] = final.value
             notes.append(f"Rollout {candidate.rollout}: score {final.value}.\n"
-                         f"{tag_section(final.reply, 'thoughts') or final.reply}")
+                         f"{thoughts_of(final.reply) or final.reply}")
         chosen: int | None = None
         if scores:
             best = max(scores.values())

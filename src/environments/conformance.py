@@ -229,6 +229,8 @@ async def check_sandbox_writes_only_home(env: Environment, kit: ConformanceKit) 
         res = await _sh(box, f"echo x > {target.rstrip('/')}/{name} 2>/dev/null && echo WROTE || echo DENIED")
         if "WROTE" in res.stdout:
             raise _fail(f"sandboxed code could write into {target}")
+    # The code runs where the agent acts (OSWorld's coding agent runs in the VM), so /tmp is the
+    # desktop's own: shared with its apps, scratch, gone with the next revert.
     tmp = await _sh(box, f"echo x > /tmp/{name} 2>/dev/null; true")
     _ok(tmp, "writing /tmp")
     if await asyncio.to_thread(os.path.exists, f"/tmp/{name}"):

@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, TextPart
+from gprm.contracts import SummaryContract
 from gprm.history import HistoryStep, history_lines
 from gprm.prompts import render
 from gprm.records import MemoryRecord
@@ -88,8 +89,8 @@ class DynamicMemory:
         problem: str | None = None
         error: str | None = None
         try:
-            reply = await self.model.generate(self._retrieval_messages(goal, lines, screenshot),
-                                              module=MODULE, config=self.config)
+            reply = await self.model.generate(self._retrieval_messages(goal, lines, screenshot), module=MODULE,
+                                              config=self.model.reply_config(self.config, RetrievalReply))
             keep = validate_retrieval(parse_list(reply.text), n)
             how: Literal["model", "fallback"] = "model"
         except ReplyError as e:
@@ -134,7 +135,8 @@ class DynamicMemory:
                     ChatMessage(role="user", content=render("memory_summary_user", goal=goal,
                                                             previous_summary=previous, lines=lines))]
         for attempt in range(self.max_reasks + 1):
-            reply = await self.model.generate(messages, module=MODULE, config=self.config)
+            reply = await self.model.generate(messages, module=MODULE,
+                                              config=self.model.reply_config(self.config, SummaryContract))
             try:
                 return parse_summary(reply.text)
             except ReplyError as e:

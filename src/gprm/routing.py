@@ -296,7 +296,8 @@ class Router:
         for attempt in range(self.max_reasks + 1):
             record.calls += 1
             try:
-                reply = await self.model.generate(messages, module=MODULE, config=self.config)
+                reply = await self.model.generate(messages, module=MODULE,
+                                                  config=self.model.reply_config(self.config, RoutingRequest))
             except ModelCallError as e:
                 record.stop = "error"
                 record.problem = record.error = f"the routing call failed: {str(e)[:300]}"

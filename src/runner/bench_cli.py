@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from core.config import ConfigError, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import RunLayout, check_name
 from environments.kinds import field_help
@@ -46,6 +47,7 @@ from .noop_policy import NOOP_NOTE, is_noop, register_noop
 from .osworld_export import LEFT_OUT_FILE, ExportError, ExportReport, export_osworld
 from .presets import with_preset
 from .pricing import check_prices, unpriced_line
+from .progress import RetryPrinter
 from .report import write_report
 from .resume import ResumeMismatch, identity_of, read_manifest
 from .retry import check_critic
@@ -146,7 +148,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
     landed = TaskLines(console, len(bench.tasks))
 
     try:
-        with run_log(layout.path, verbose=verbose):
+        with run_log(layout.path, verbose=verbose), watching_retries(RetryPrinter(console)):
             done = asyncio.run(run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
                                          concurrency=parallel, on_task=landed))
     except ResumeMismatch as e:

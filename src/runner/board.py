@@ -4,7 +4,8 @@ last action, status), redrawn in place by rich while the rollouts run.
 It is fed by the wide strategy's watch callback (status changes) and a step hook (steps
 as they land), so what it shows is what was stored. A rollout whose task setup or scorer
 failed shows ``setup_failed`` / ``scoring_failed`` in red. Under the table, a line counts
-those, and the guide records and model calls that failed for good so far (`ErrorTally`).
+those, and the guide records and model calls that failed for good so far (`ErrorTally`);
+below it, each model call being retried now (which module, why, how long so far).
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from core.llm import Ledger
+from core.llm.notices import RetryNotice
 from core.trajectory import TASK_ERRORS
 
 from .module_errors import ErrorTally
@@ -55,7 +58,17 @@ class RolloutBoard:
         self.rows: dict[tuple[str, int], _Row] = {}
         self.tally = ErrorTally()
         self.ledger = ledger
+        #: Calls being retried now, by call: shown under the table until they end.
+        self.retrying: dict[str, RetryNotice] = {}
         self._live: Live | None = None
+
+    def retry(self, notice: RetryNotice) -> None:
+        """A retry listener (`core.llm.notices.watching_retries`)."""
+        if notice.kind == "done":
+            self.retrying.pop(notice.call, None)
+        else:
+            self.retrying[notice.call] = notice
+        self._refresh()
 
     def watch(self, task_id: str, k: int, status: str, model: str, attempt: int) -> None:
         row = self.rows.setdefault((task_id, k), _Row(model=model))
@@ -98,13 +111,18 @@ class RolloutBoard:
                           escape(row.action[:60]), status, f"{seconds:.0f}")
         return table
 
+    def view(self) -> Group:
+        """The table, then a line per model call being retried now."""
+        lines = [Text(notice.line(), style="yellow") for notice in list(self.retrying.values())[:6]]
+        return Group(self.table(), *lines)
+
     @contextmanager
     def live(self) -> Iterator[Live]:
         """Show the table while inside; what OSWorld's code prints meanwhile stays in the log."""
-        self._live = Live(self.table(), console=self.console, refresh_per_second=4, transient=False)
+        self._live = Live(self.view(), console=self.console, refresh_per_second=4, transient=False)
         with self._live, official_output_to_log():
             yield self._live
 
     def _refresh(self) -> None:
         if self._live is not None:
-            self._live.update(self.table())
+            self._live.update(self.view())

@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from core.config import ConfigError, dump_config, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import WORLD_FAILURES, RunLayout, Task, check_name
 from environments.kinds import field_help, get_kind
@@ -28,6 +29,7 @@ from environments.kinds import field_help, get_kind
 from .aws_cli import app as aws_app
 from .bench import resuming_strategy, rollouts_per_task
 from .bench_cli import app as bench_app
+from .branch import check_branch
 from .cli_errors import GuardedTyper
 from .config import RunConfig, load_run_config
 from .critic_cli import register as register_critic_commands
@@ -43,7 +45,7 @@ from .module_errors import ErrorTally, summarize_errors
 from .noop_policy import NOOP_NOTE, is_noop, register_noop
 from .presets import with_preset
 from .pricing import check_prices, unpriced_line
-from .progress import StepPrinter
+from .progress import RetryPrinter, StepPrinter
 from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
@@ -111,7 +113,7 @@ def run(
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
     settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
     network: Annotated[str | None, typer.Option("--network", help=field_help("network"))] = None,
-    strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout), retry (until the critic accepts) or wide (N rollouts and a judge).")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout), retry (until the critic accepts), wide (N rollouts and a judge) or branch (one rollout to --branch-at, then --branches forks of its checkpoint and a judge; --env qemu).")] = None,
     attempts: Annotated[int | None, typer.Option("--attempts", min=1, help="With --strategy retry: rollouts at most.")] = None,
     critic: Annotated[str | None, typer.Option("--critic", help="With --strategy retry: themis, lastk or sequential.")] = None,
     critic_model: Annotated[str | None, typer.Option("--critic-model", help="The critic's model as provider/model (default: the policy's).")] = None,
@@ -123,6 +125,8 @@ def run(
     guide: Annotated[str | None, typer.Option("--guide", help="Step guide: gprm (GUI-PRA), prm (standard PRM) or none.")] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", min=1, max=8, help="With --guide: candidate actions per step (K).")] = None,
     guide_model: Annotated[str | None, typer.Option("--guide-model", help="The guide's model as provider/model (default: the policy's).")] = None,
+    branch_at: Annotated[int | None, typer.Option("--branch-at", min=1, help="With --strategy branch: steps of the shared prefix before the checkpoint (T).")] = None,
+    branches: Annotated[int | None, typer.Option("--branches", min=1, help="With --strategy branch: rollouts continuing from the checkpoint (K).")] = None,
     executor: Annotated[str | None, typer.Option("--executor", help="asyncio (in this process, the default) or ray (environments on the hosts of a Ray cluster).")] = None,
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="With --executor ray: local (start Ray here), auto (this machine's cluster) or ray://HEAD:10001.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="The --run-id exists: keep the rollouts it finished and run the rest.")] = False,
@@ -141,6 +145,7 @@ def run(
         wide__rollouts=rollouts, wide__mixture=mixture, wide__judge=judge,
         wide__judge_model__model=judge_model, wide__narrator_model__model=narrator_model,
         guide__name=guide, guide__candidates=candidates, guide__model__model=guide_model,
+        branch__at=branch_at, branch__branches=branches,
         executor__kind=executor or ("ray" if ray_address else None), executor__ray_address=ray_address,
     )  # fmt: skip
     try:
@@ -157,6 +162,7 @@ def run(
         cfg.environment.check()
         check_critic(cfg)
         check_wide(cfg)
+        check_branch(cfg)
         check_guide(cfg)
         check_executor(cfg)
         check_models(cfg)
@@ -191,7 +197,7 @@ def run(
         console.print(f"[bold yellow]warning[/bold yellow] {escape(unpriced_line(unpriced))}")
     if resumed:
         console.print(f"[bold]resumed[/bold] keeping the rollouts run {escape(rid)} finished; running the rest")
-    if cfg.strategy == "wide":
+    if cfg.strategy in ("wide", "branch"):
         try:
             with run_log(layout.path, verbose=verbose):
                 wide = asyncio.run(run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
@@ -241,7 +247,8 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             assert isinstance(strategy, SingleRollout | RetryUntilSuccess)
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[StepPrinter(console, tally=ErrorTally(), ledger=ledger)])
-            with console.status(f"running {task.id} ...", spinner="dots"), official_output_to_log():
+            with console.status(f"running {task.id} ...", spinner="dots"), official_output_to_log(), \
+                    watching_retries(RetryPrinter(console)):
                 await strategy(run)
             if isinstance(strategy, RetryUntilSuccess):
                 for attempt in strategy.history[task.id]:

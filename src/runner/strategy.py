@@ -218,8 +218,15 @@ def _wide() -> Strategy:
     return WideScaling()
 
 
+def _branch() -> Strategy:
+    from .branch import BranchScaling  # built on the wide strategy, so imported late
+
+    return BranchScaling()
+
+
 #: Strategy name → factory; the name is what ``strategy`` in the run configuration selects.
-STRATEGIES: dict[str, Callable[[], Strategy]] = {"single": SingleRollout, "retry": _retry, "wide": _wide}
+STRATEGIES: dict[str, Callable[[], Strategy]] = {"single": SingleRollout, "retry": _retry, "wide": _wide,
+                                                 "branch": _branch}
 
 
 async def run_tasks(

@@ -8,7 +8,9 @@ another N its counts are scaled to N (largest remainders). For each of `samples`
 judge picks one rollout. A subset whose rollouts all score alike needs no judge (any pick
 scores the same), so no call is made for it. Candidates are narrated once per rollout
 from the fact cache of the run the rollout belongs to, so facts narrated while the run ran
-cost nothing. Confidence intervals are percentile bootstraps over tasks (seeded).
+cost nothing. Confidence intervals are percentile bootstraps over tasks (seeded). A judge
+that fails for good on a subset (no usable answer, a refusal, a spend limit) is counted in
+`judge_errors` and that draw is left out of the task's success: never scored as a pick.
 """
 
 from __future__ import annotations
@@ -151,11 +153,14 @@ class SweepPoint:
     pass_ci: tuple[float, float]
     judge_calls: int = 0
     per_task: dict[str, float] = field(default_factory=dict)
+    #: Draws whose judge failed for good: left out of `success`, never counted as a pick.
+    judge_errors: int = 0
 
     def row(self) -> dict[str, Any]:
         return {"mixture": self.mixture, "n": self.n, "tasks": self.tasks, "success": self.success,
                 "success_lo": self.success_ci[0], "success_hi": self.success_ci[1], "pass_at_n": self.pass_at_n,
-                "pass_lo": self.pass_ci[0], "pass_hi": self.pass_ci[1], "judge_calls": self.judge_calls}
+                "pass_lo": self.pass_ci[0], "pass_hi": self.pass_ci[1], "judge_calls": self.judge_calls,
+                "judge_errors": self.judge_errors}
 
 
 def _bootstrap(values: list[float], rng: np.random.Generator, resamples: int) -> tuple[float, float]:
@@ -201,13 +206,14 @@ async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: l
             if not any(_matches(pattern, m) for m in models):
                 raise SweepError(f"no rollout of {pattern!r} in the runs; their models are: {', '.join(models)}")
     narrations = _Narrations(layouts, model, narrative_cfgs or [NarrativeConfig()] * len(layouts))
-    judged: dict[tuple[tuple[int, str, int], ...], int] = {}
+    judged: dict[tuple[tuple[int, str, int], ...], int | None] = {}
     rng_ci = np.random.default_rng(seed)
     points: list[SweepPoint] = []
     for mixture in mixtures:
         for n in ns or [mixture.total]:
             counts = scaled_counts(mixture, n)
             calls_before = len(judged)
+            failed = 0
             success: dict[str, list[float]] = defaultdict(list)
             passed: dict[str, list[float]] = defaultdict(list)
             for s in range(samples):
@@ -225,7 +231,11 @@ async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: l
                     if key not in judged:
                         judged[key] = await _judge(narrations, model, judge, judge_cfg, instructions[task_id],
                                                    subset, seed + s)
-                    success[task_id].append(subset[judged[key]].score)
+                    pick = judged[key]
+                    if pick is None:
+                        failed += 1
+                        continue
+                    success[task_id].append(subset[pick].score)
             per_task = {t: sum(v) / len(v) for t, v in success.items()}
             per_pass = [sum(v) / len(v) for v in passed.values()]
             points.append(SweepPoint(
@@ -234,7 +244,7 @@ async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: l
                 success_ci=_bootstrap(list(per_task.values()), rng_ci, resamples),
                 pass_at_n=float(np.mean(per_pass)) if per_pass else 0.0,
                 pass_ci=_bootstrap(per_pass, rng_ci, resamples),
-                judge_calls=len(judged) - calls_before, per_task=per_task))
+                judge_calls=len(judged) - calls_before, per_task=per_task, judge_errors=failed))
     return points
 
 
@@ -251,12 +261,15 @@ def _draw(pool: dict[str, list[PoolRollout]], mixture: MixtureSpec, counts: list
 
 
 async def _judge(narrations: _Narrations, model: ChatModel, judge: str, cfg: JudgeConfig | None,
-                 instruction: str, subset: list[PoolRollout], seed: int) -> int:
-    """Position in `subset` of the judge's pick (0 when it picks none)."""
+                 instruction: str, subset: list[PoolRollout], seed: int) -> int | None:
+    """Position in `subset` of the judge's pick; None when the judge failed (an error, never
+    a pick), and 0 when it deliberately picked none."""
     shown = []
     for i, r in enumerate(subset):
         c = await narrations.candidate(r)
         shown.append(Candidate(rollout=i, parts=c.parts, representation=c.representation))
     base = cfg or JudgeConfig()
-    chosen = (await make_judge(judge, model, base.model_copy(update={"seed": seed}))(instruction, shown)).chosen
-    return chosen if chosen is not None else 0
+    selection = await make_judge(judge, model, base.model_copy(update={"seed": seed}))(instruction, shown)
+    if selection.error is not None:
+        return None
+    return selection.chosen if selection.chosen is not None else 0

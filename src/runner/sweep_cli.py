@@ -78,11 +78,14 @@ def plot_sweep(points: list[SweepPoint], path: Path) -> Path:
 
 
 def _table(points: list[SweepPoint]) -> str:
-    lines = [f"{'mixture':<32}{'N':>4}{'tasks':>7}{'success %':>11}{'95% CI':>15}{'pass@N %':>10}{'judge calls':>13}"]
+    lines = [f"{'mixture':<32}{'N':>4}{'tasks':>7}{'success %':>11}{'95% CI':>15}{'pass@N %':>10}{'judge calls':>13}"
+             f"{'judge err':>11}"]
     for p in points:
         ci = f"{100 * p.success_ci[0]:.1f}-{100 * p.success_ci[1]:.1f}"
         lines.append(f"{p.mixture:<32}{p.n:>4}{p.tasks:>7}{100 * p.success:>11.1f}{ci:>15}"
-                     f"{100 * p.pass_at_n:>10.1f}{p.judge_calls:>13}")
+                     f"{100 * p.pass_at_n:>10.1f}{p.judge_calls:>13}{p.judge_errors:>11}")
+    if any(p.judge_errors for p in points):
+        lines.append("(judge err: draws whose judge failed for good, left out of success %: errors, not picks)")
     return "\n".join(lines)
 
 

@@ -5,8 +5,11 @@ removed; a reply with several different objects is refused, never resolved by pi
 must satisfy the role's pydantic schema and then the role's own rules (`check`, e.g.
 "that step is the terminating one"). A reply that fails either is shown back
 to the model with the reason, so the retry can fix it; a call that fails outright is
-repeated as it was. After `retries` extra attempts the role is reported as failed, with
-every attempt kept for the record.
+repeated as it was, unless its failure is final (a refusal, a spend limit or quota, a
+retired model: `core.llm.FINAL_REASONS`). After `retries` extra attempts the role is
+reported as failed, with every attempt kept for the record. Where the model's provider
+enforces JSON schemas, the role's schema is sent as its reply format (native structured
+outputs), so the reply is that one object; it is still read by the same schema and rules.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from core.llm import ChatMessage, ChatModel, GenerateConfig, ModelCallError
+from core.llm import FINAL_REASONS, ChatMessage, ChatModel, GenerateConfig, ModelCallError
 from core.replies import one_object
 
 from .prompts import render
@@ -101,6 +104,7 @@ async def ask_json(
     """Up to ``1 + retries`` calls until a reply validates; see the module docstring."""
     asked: Asked[T] = Asked(value=None)
     conversation = list(messages)
+    config = model.reply_config(config, schema)
     for _ in range(1 + max(retries, 0)):
         call_id = uuid.uuid4().hex
         tagged = model.with_tags(critic=critic, role=role, call_id=call_id)
@@ -108,6 +112,8 @@ async def ask_json(
             output = await tagged.generate(conversation, module=MODULE, config=config)
         except ModelCallError as exc:
             asked.attempts.append(AttemptRecord(call_id=call_id, error=f"call failed: {exc}"))
+            if exc.reason in FINAL_REASONS:
+                break  # asking again cannot help: the model refused, or the account or model cannot serve
             continue
         try:
             value = parse_reply(output.text, schema, check)

@@ -27,6 +27,7 @@ from runner_helpers import desktops_missing
 from test_guide_desktop import TASK, _check_guided, diverging_policy_and_guide
 from test_wide_desktop import _solver, _wrong_item, narrator_and_judge
 
+from contract_replies import structured
 from core.llm import Script, ScriptRequest
 from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.llm.profiles import default_anthropic_version
@@ -103,7 +104,7 @@ def critics(seen: list[str], accepts: list[bool] | None = None) -> Callable[[Scr
                                missing=["the new line"], key_steps=[1], qa={"is_qa": False}))
         return decided(_js(reason="the line is there" if accepting() else "not convinced", score=int(accepting())))
 
-    return reply
+    return structured(reply)
 
 
 CRITIC_MARKERS = [("You choose the milestones", "selector"), ("You choose further milestones", "selector"),

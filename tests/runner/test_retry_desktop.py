@@ -15,6 +15,7 @@ import pytest
 from runner_helpers import desktops_missing
 from typer.testing import CliRunner
 
+from contract_replies import structured
 from core.llm import Ledger, Reply, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Task
@@ -51,6 +52,9 @@ class PolicyAndCritic:
         self.solve = PlannedReplies(plan=list(demo.plan))
 
     def __call__(self, request: ScriptRequest) -> str:
+        return structured(self._answer)(request)  # type: ignore[no-any-return]
+
+    def _answer(self, request: ScriptRequest) -> str:
         system = next((m.text() for m in request.messages if m.role == "system"), "")
         if "from the last screens" in system:
             self.critic_requests.append(request)
@@ -197,6 +201,9 @@ class SolveAndThemis:
         self.solve = PlannedReplies(plan=list(DEMO_PLANS[TASK_ID].plan))
 
     def __call__(self, request: ScriptRequest) -> str:
+        return structured(self._answer)(request)  # type: ignore[no-any-return]
+
+    def _answer(self, request: ScriptRequest) -> str:
         system = next((m.text() for m in request.messages if m.role == "system"), "")
         for marker, role, reply in (
             ("You choose the milestones", "selector", {

@@ -34,3 +34,6 @@ class CallRecord(BaseModel):
     retries: int = 0
     #: Set when the call finally failed; the error's class and message, secrets removed.
     error: str | None = None
+    #: The failure's kind when it failed (`ModelCallError.reason`): "refusal",
+    #: "content_filter", "spend_limit", "quota", "length", "rate_limit", ...
+    error_kind: str | None = None

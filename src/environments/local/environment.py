@@ -23,6 +23,7 @@ from core.protocols import (
     WorkerFacts,
 )
 from core.trajectory import Task
+from environments.tasks.readiness import Readiness
 
 from . import tasking
 from .desktop import DesktopInfo, LocalDesktop
@@ -54,6 +55,10 @@ class LocalEnvironment(Environment):
         self._inner = inner
         self._on_close = on_close
         self._closed = False
+        #: How the last task's wait for a ready desktop ended (None before any task with setup).
+        self.last_readiness: Readiness | None = None
+        #: The last task's setup commands that ran but exited non-zero (one line each).
+        self.last_setup_warnings: list[str] = []
 
     @property
     def info(self) -> DesktopInfo:

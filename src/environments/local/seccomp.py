@@ -12,8 +12,9 @@ kernel:
   ``request_key`` and ``keyctl`` are refused.
 
 The filter is what bubblewrap applies to the sandbox's first process after it has built the
-sandbox (its namespaces, including any user namespace its own set-up makes, come first), so
-it binds every process of the desktop and nothing of the set-up. It is a classic BPF program
+sandbox (its namespaces, and the desktop's own user namespace that `userns` makes before
+bubblewrap runs, come first), so it binds every process of the desktop, its root (`rootd`)
+and what ``sudo`` runs included, and nothing of the set-up. It is a classic BPF program
 built here (no libseccomp): for each architecture the machine may run (x86-64 with its i386
 and x32 ABIs, arm64) the refused numbers; a call of any other ABI is refused outright.
 """

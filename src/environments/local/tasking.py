@@ -12,8 +12,10 @@ from core.protocols import EnvError, WorkerFacts
 from core.trajectory import Task
 from environments.osworld.client import OSWorldClient
 from environments.osworld.proxy import wants_proxy
+from environments.tasks.convert import from_core_task
 from environments.tasks.handling import needs_client, score_with, set_up_with
 from environments.tasks.network import needs_network
+from environments.tasks.readiness import wait_ready
 
 from .local_proxy import close_proxy, proxied, start_local_proxy
 from .server_env import desktop_client
@@ -42,16 +44,20 @@ async def _client(env: LocalEnvironment) -> AsyncIterator[OSWorldClient]:
 async def prepare(env: LocalEnvironment, task: Task, cache_dir: Path) -> None:
     """Revert to the task's snapshot (one this machine does not have starts blank), with the
     internet if the task needs it (and the desktops' network mode allows), with OSWorld's
-    proxy if the task asks for it and a pool file is there (`local_proxy`), then set up."""
+    proxy if the task asks for it and a pool file is there (`local_proxy`), then set up and
+    wait until the desktop is ready for the first look (`readiness`)."""
     wanted = needs_network(task.to_osworld())
     close_proxy(env)  # its namespace goes with the revert
     await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank", needs_network=wanted)
     if wants_proxy(task) and env.info.network:
         async with _client(env) as client:
             await start_local_proxy(env, client, task.id)
+    env.last_setup_warnings = []
     if needs_client(task):
         async with _client(env) as client:
-            await set_up_with(client, task, cache_dir, use_proxy=proxied(env))
+            env.last_setup_warnings = await set_up_with(client, task, cache_dir, use_proxy=proxied(env))
+            if task.config:
+                env.last_readiness = await wait_ready(client, from_core_task(task))
 
 
 async def score(
@@ -75,12 +81,15 @@ LEADERBOARD_NOTE = "not leaderboard-comparable (Debian app versions, Chromium fo
 
 
 def facts(env: LocalEnvironment) -> WorkerFacts:
-    """Apps run as the desktop's unprivileged account and open as programs (no launcher);
-    the desktop says whether it reaches the internet now."""
+    """Apps run as the desktop's account and open as programs (no launcher); the account
+    has sudo with its password, as on OSWorld's image (root of the desktop alone); the
+    desktop says whether it reaches the internet now."""
     info = env.info
     return WorkerFacts(
         user_name=info.user,
         home=info.home,
+        sudo="with_password",
+        password=env.desktop.config.password,
         open_by_exec=True,
         network=info.network,
         leaderboard_note=LEADERBOARD_NOTE,

@@ -7,10 +7,11 @@ and speak plain HTTP. `reach(target)` gives them one for the duration of a setup
   the caller trusts to bound its own replies);
 * a client that names its route (`OSWorldClient.door_route`: a Unix socket and/or a bearer
   token) gets a host-side `TcpForwarder` that stamps the token on every request, and, when
-  the route names the desktop's network namespace, a `DesktopPortDoor` to the browser's
-  DevTools port 9222 on the desktop's own loopback (OSWorld's tasks forward 9222 to Chrome),
-  which reads HTTP so that no address the desktop names is ever dialled by the host's
-  Playwright (its URLs are rewritten to name the door, redirects refused);
+  the route names the desktop's network namespace, a `DesktopPortDoor` to each of the
+  desktop's own ports on its own loopback (`DESKTOP_PORTS`: the browser's DevTools port 9222,
+  which OSWorld's tasks forward to Chrome, and VLC's web interface on 8080), never the host's;
+  it reads HTTP so that no address the desktop names is ever dialled by the host's Playwright
+  or ``requests`` (its websocket URLs are rewritten to name the door, redirects refused);
 * any other `TaskClient` (adb, a test shell) gets a `ClientDoor`: a small HTTP server that
   answers the OSWorld endpoints the controllers and getters call by calling the client.
 
@@ -36,10 +37,14 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
 
 from environments.limits import FILE_BYTES, REPLY_SLACK, too_large
+from environments.shell_flag import osworld_shell
 from environments.tasks.client import TaskClient, command_not_run, command_output
 
 __all__ = ["ClientDoor", "DoorRoute", "Endpoint", "Routed", "reach"]
 
+#: OSWorld's fixed ports inside a desktop: Chrome's DevTools (tasks forward it with socat) and
+#: VLC's web interface (its getters read /requests/status.xml there).
+DESKTOP_PORTS = {"chromium": 9222, "vlc": 8080}
 #: Why the browser's DevTools port cannot be reached through a door to the controller server.
 NO_BROWSER = "the desktop's browser DevTools port is not reachable from the host through this door"
 _BODY_LIMIT = FILE_BYTES + REPLY_SLACK
@@ -103,7 +108,8 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
         browser: DesktopPortDoor | None = None
         vlc: DesktopPortDoor | None = None
         if route.netns is not None:  # the desktop's own loopback, inside its network namespace
-            browser, vlc = DesktopPortDoor(9222, route.netns), DesktopPortDoor(8080, route.netns)
+            browser = DesktopPortDoor(DESKTOP_PORTS["chromium"], route.netns)
+            vlc = DesktopPortDoor(DESKTOP_PORTS["vlc"], route.netns)
         elif route.direct and not isinstance(route.upstream, str):  # a VM: its other ports at its address
             host = route.upstream[0]
             browser = None if route.browser_unreachable else DesktopPortDoor(route.chromium_port, host=host)
@@ -114,7 +120,7 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
             return [*forwarder.refusals, *(line for door in doors for line in door.refusals)]
 
         try:
-            vlc_port = 8080 if vlc is None else vlc.port
+            vlc_port = DESKTOP_PORTS["vlc"] if vlc is None else vlc.port
             if browser is None:
                 yield Endpoint("127.0.0.1", forwarder.port, vlc_port=vlc_port, refusals=refusals,
                                browser_unreachable=route.browser_unreachable or NO_BROWSER)  # fmt: skip
@@ -243,7 +249,7 @@ class ClientDoor:
             return _error(404, f"{method} {path} is not served by this door")
         if path in ("/execute", "/setup/execute"):
             data = json.loads(body)
-            reply = await client.execute(data["command"], shell=bool(data.get("shell", False)))
+            reply = await client.execute(data["command"], shell=osworld_shell(data.get("shell")))
             problem = command_not_run(reply)
             if problem is not None:
                 return _error(500, problem)
@@ -251,7 +257,7 @@ class ClientDoor:
             return _Reply(200, {"status": "success", "output": out, "error": err, "returncode": code})
         if path == "/setup/launch":
             data = json.loads(body)
-            await client.launch(data["command"], shell=bool(data.get("shell", False)))
+            await client.launch(data["command"], shell=osworld_shell(data.get("shell")))
             return _Reply(200, f"{data['command']} launched successfully")
         if path == "/setup/open_file":
             await client.open_file(str(json.loads(body)["path"]))

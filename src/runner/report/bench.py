@@ -25,13 +25,16 @@ def bench_section(run_path: Path) -> str:
         return ""
     n = data.get("n", 0)
     rows = ["<tr><th>domain</th><th>tasks scored</th><th>errored</th><th>selected</th><th>mean of rollouts</th>"
-            f"<th>pass@{n}</th><th>judge accuracy</th><th>judge subset</th></tr>"]
+            f"<th>pass@{n}</th><th>judge accuracy</th><th>judge subset</th><th>judge errors</th>"
+            "<th>critic errors</th></tr>"]
     groups = [*sorted((data.get("domains") or {}).items()), ("overall", data["overall"])]
     for name, g in groups:
         rows.append(f"<tr><td>{escape(str(name))}</td><td>{g.get('tasks', 0)}</td><td>{g.get('errored', 0)}</td>"
                     f"<td>{_pct(g.get('selected'))}</td>"
                     f"<td>{_pct(g.get('mean_rollout'))}</td><td>{_pct(g.get('pass_at_n'))}</td>"
-                    f"<td>{_pct(g.get('judge_accuracy'))}</td><td>{g.get('judge_subset', 0)}</td></tr>")
+                    f"<td>{_pct(g.get('judge_accuracy'))}</td><td>{g.get('judge_subset', 0)}</td>"
+                    # A failed judge is an error of its own, never a pick that scored 0.
+                    f"<td>{g.get('judge_errors', 0)}</td><td>{g.get('critic_errors', 0)}</td></tr>")
     modules: dict[str, dict[str, Any]] = data.get("modules") or {}
     cost = ""
     if modules:

@@ -96,7 +96,8 @@ def _task_errors(errors: TaskErrors) -> str:
 def _errors(tally: ErrorTally, tasks: TaskErrors | None = None) -> str:
     """Failures of tasks, then per module, at the top of the page so they cannot be missed."""
     tasks = tasks or TaskErrors()
-    calls = ", ".join(f"{escape(m)} {n}" for m, n in sorted(tally.failed_calls.items()))
+    calls = ", ".join(f"{escape(m)} {n}" + (f" ({escape(tally.kind_text(m))})" if tally.kinds.get(m) else "")
+                      for m, n in sorted(tally.failed_calls.items()))
     calls_line = (f"<p class=\"error\">Model calls that failed for good (after retries), from the ledger: "
                   f"{calls}.</p>") if calls else ""
     failures = [what for what, there in (("some tasks errored", tasks.errored), ("some modules failed", tally.failed),
@@ -106,13 +107,15 @@ def _errors(tally: ErrorTally, tasks: TaskErrors | None = None) -> str:
         modules = ("<p>No module record says it failed: every guide, narrator, judge, critic and policy record "
                    "succeeded.</p>")
     else:
-        rows = ["<tr><th>module</th><th>records</th><th>failed</th><th>share</th><th>first failure</th></tr>"]
+        rows = ["<tr><th>module</th><th>records</th><th>failed</th><th>share</th><th>kinds of failed calls</th>"
+                "<th>first failure</th></tr>"]
         for name, c in tally.counts.items():
             if not c.total:
                 continue
             klass = ' class="error"' if c.errors else ""
             rows.append(f"<tr{klass}><td>{escape(name)}</td><td>{c.total}</td><td>{c.errors}</td>"
-                        f'<td>{c.share:.0%}</td><td style="text-align:left">{escape(c.first or "")}</td></tr>')
+                        f'<td>{c.share:.0%}</td><td style="text-align:left">{escape(tally.kind_text(name))}</td>'
+                        f'<td style="text-align:left">{escape(c.first or "")}</td></tr>')
         modules = ("<p>These records say a module's calls failed for good (after retries); such a step was not "
                    "guided, such a rollout not narrated, such a verdict not given.</p><table>" + "".join(rows)
                    + "</table>")

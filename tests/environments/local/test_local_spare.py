@@ -18,7 +18,7 @@ from local_helpers import inside
 from environments.local import DesktopConfig, LocalDesktop
 from environments.local import sandbox as sandbox_module
 from environments.local.desktop import SPARE_NICE
-from environments.local.procs import ProcInfo, namespace_processes
+from environments.local.procs import ProcInfo, alive, namespace_processes
 from environments.local.sandbox import autogroup
 from environments.local.spawner import run_blocking, start_in_background
 from environments.local.uids import LOCK_DIR, uid_busy
@@ -239,10 +239,13 @@ def test_with_the_spare_off_revert_starts_a_new_sandbox(env_base_dir: Path) -> N
     try:
         desktop.start()
         old = desktop._namespace
+        old_pids = {p.pid for p in desktop.processes()}
         assert desktop.spare_uid is None and not desktop.wait_spare(0.1)
         desktop.revert()
         assert not desktop.last_revert_used_spare
-        assert desktop._namespace != old and old is not None and not namespace_processes(old)
+        # A freed namespace's number may be given to the next one: compare the processes.
+        assert old is not None and old_pids and not old_pids & {p.pid for p in desktop.processes()}
+        assert all(not alive(pid) for pid in old_pids)
         assert desktop.spare_uid is None
     finally:
         desktop.close()
