@@ -43,6 +43,7 @@ for argv in (["unshare", "-Ur", "true"], ["unshare", "-Urn", "ip", "link", "add"
     done = subprocess.run(argv, capture_output=True)
     print("USERNS-" + ("OPEN" if done.returncode == 0 else "CLOSED"), " ".join(argv[:2]), flush=True)
 gold = "/opt/agent-s3/src/environments/tasks/suite"
+print("SUITE-" + ("FOLDER-SEEN" if os.path.exists(gold + "/__init__.py") else "FOLDER-UNSEEN"), flush=True)
 for root, _, files in os.walk(gold):
     for f in files:
         if f.endswith((".json", ".txt", ".csv", ".xlsx", ".docx")):

@@ -51,6 +51,7 @@ from round_two import (
 from security_helpers import CLI, Tally, cli_env, cli_unavailable, drive_cli, record, tree_bytes
 
 from runner.demo_policy import PlannedReplies, PlansByTask, action_reply
+from runner.task_errors import EXIT_TASK_ERRORS
 
 pytestmark = [pytest.mark.security, pytest.mark.desktop, pytest.mark.integration]
 
@@ -193,7 +194,7 @@ def _run_all(
                                                               timeout=400))  # fmt: skip
     runs = tmp_path / "runs"
     assert "Traceback" not in text and "Traceback" not in said, (text[-3000:], said[-3000:])
-    assert code in (0, 1), text[-3000:]
+    assert code in (0, EXIT_TASK_ERRORS), text[-3000:]  # tasks whose scoring was refused are errors
 
     records = {p.parent.parent.name: tree_bytes(p.parent) for p in runs.glob("*/*/rollout-*/rollout.json")}
     headers = {p.parent.parent.name: json.loads(p.read_text()) for p in runs.glob("*/*/rollout-*/rollout.json")}
@@ -216,10 +217,15 @@ def _run_all(
     served = "".join(p.read_text() for p in runs.glob("round-two/devtools-forgery/evaluation/*/devtools.log"))
     assert served.count("GET /json/version/") >= 3 and "UPGRADE /devtools/browser/x" in served, served
     assert headers["devtools-forgery"].get("score") is None and sqlite_score is None  # failed, not scored
+    errors = {tag: str(h.get("score_error") or "") for tag, h in headers.items()}
+    assert "a redirect (302) to an address the desktop chose" in errors["devtools-forgery"], errors
+    assert "leaves the cache folder" in errors["sqlite-as-root"], errors
+    assert "over the 256 MiB limit" in errors["huge-replies"], errors
     assert "KEY-REFUSED" in outputs or "KEY-ADDED" in outputs, outputs[-2000:]
     assert "USERNS-CLOSED" in outputs or "USERNS-OPEN" in outputs
+    assert "SUITE-FOLDER-SEEN" in outputs, outputs[-2000:]  # the package is there, its answers are not
     assert "OTHER-NETNS-UNREACHED" in outputs or "OTHER-NETNS-REACHED" in outputs
-    assert "round two: huge-replies" in said and "score none: the evaluator failed" in said, said[-3000:]
+    assert "round two: huge-replies" in said, said[-3000:]
     noted = "".join(p.read_text() for p in runs.glob("huge/*/rollout-0/recording-error.txt"))
     recorded = sum(p.stat().st_size for p in runs.glob("huge/*/rollout-0/recording.mp4"))
     assert "over the" in noted or recorded > 0, noted
