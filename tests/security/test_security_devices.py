@@ -5,7 +5,9 @@ The nodes are made with mknod in the test's own folder (character device 1,3: a 
 like /dev/null), one per command so the commands run at once; the machine's real /dev/null
 is never touched. File options
 (``critic-bench --json``/``--write``, ``env screenshot -o``) write through it; folder options
-(``--out``, ``--export``, ``bench export ROOT``, ``--base-dir``) refuse it. A tally line
+(``--out``, ``--export``, ``bench export ROOT``, ``--base-dir``, ``tasks check --out``, the run
+folder ``judge --import-osworld`` creates, the run folder ``report`` and ``critic`` write into)
+refuse it. A tally line
 counts the options tried and the nodes replaced (escapes).
 """
 
@@ -42,6 +44,29 @@ def _run_folder(root: Path) -> Path:
     return layout.path
 
 
+def _osworld_result(root: Path) -> Path:
+    """One OSWorld result folder (``--result_dir`` layout) for ``judge --import-osworld``."""
+    from PIL import Image
+
+    folder = root / "pyautogui" / "screenshot" / "gpt-5" / "os" / "task-7"
+    folder.mkdir(parents=True)
+    for name in ("step_0.png", "step_1.png"):
+        Image.new("RGB", (32, 20)).save(folder / name)
+    (folder / "instruction.txt").write_text("Create the folder reports")
+    (folder / "traj.jsonl").write_text(json.dumps({"step_num": 1, "action": "DONE", "response": "done",
+                                                   "screenshot_file": "step_1.png"}) + "\n")  # fmt: skip
+    (folder / "result.txt").write_text("1.0")
+    return root
+
+
+def _task_folder(root: Path) -> Path:
+    """A folder of one OSWorld-format task for ``tasks check``."""
+    (root / "os").mkdir(parents=True)
+    task = {"id": "x", "snapshot": "blank", "instruction": "Nothing", "config": [], "evaluator": {"func": "infeasible"}}
+    (root / "os" / "x.json").write_text(json.dumps(task))
+    return root
+
+
 def _cli(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
     done = subprocess.run([str(CLI), *argv], env=env, capture_output=True, text=True, timeout=240)
     return done.returncode, done.stdout + done.stderr
@@ -75,6 +100,12 @@ def test_cli_every_output_option_at_a_device_node(tmp_path: Path, tally: Tally) 
         ("filter --out", ["filter", str(run), "--out", dev, "--critic", "lastk", "--model", "scripted/x"], False),
         ("sweep --out", ["sweep", str(run), "--mixtures", "openai/a*1", "--out", dev, "--model", "openai/b",
                          "--base-url", "http://127.0.0.1:9"], False),
+        ("tasks check --out", ["tasks", "check", str(_task_folder(tmp_path / "tasks")), "--env", "local",
+                               "--out", dev], False),
+        ("judge RUN_DIR --import-osworld", ["judge", dev, "--import-osworld", str(_osworld_result(tmp_path / "r")),
+                                            "--model", "openai/j", "--base-url", "http://127.0.0.1:9"], False),
+        ("report RUN_DIR", ["report", dev], False),
+        ("critic RUN_DIR", ["critic", dev, "--model", "scripted/x"], False),
         ("env up --base-dir", ["env", "up", "--base-dir", dev], False),
         ("env ls --base-dir", ["env", "ls", "--base-dir", dev], None),
         ("env down --base-dir", ["env", "down", "--all", "--base-dir", dev], None),
