@@ -1,10 +1,14 @@
-"""Issue 18's attack chains against confined local desktops: attempts and escapes per attack.
+"""Issues 18 and 24's attack chains against confined local desktops: attempts and escapes per attack.
 
 Runs tests/security with SECURITY_SCALE raising how many times each attack is tried: the
 chains through a real desktop's action executor, code sandbox, controller and revert; the
 same chains through the real command line (`cli_*`: `agent-s3 bench osworld` and `run` on
 hostile task files with hostile scripted replies, and `cli_wide_*`: the two rollouts of one
 `run --rollouts 2` attacking each other; tried once per run, the CLI being slow);
+issue 24's round two through the command line (the DevTools door forgery, task files acting
+through OSWorld's metrics, 1 GiB replies, keyrings, user namespaces, gold answers, another
+network namespace, control sequences, a run killed while its sandbox spawns, --resume of a
+run killed early, a task file nested 200,000 deep, every output option at a device node);
 and a networked desktop probing the host's addresses through its NAT. Root-only host
 canaries are watched throughout. Prints one `attack: attempts N escapes M` line per attack
 and the totals. The goal is 0 escapes.
