@@ -34,6 +34,9 @@ _HINTS = {
     errno.EDQUOT: "the disk quota is used up: free some space, then run the same command again",
     errno.EACCES: "check the file's owner and permissions",
     errno.EROFS: "the file system is read-only: pass --out on a writable one",
+    # A folder option aimed at a file or a device (say --out /dev/null): refused, never replaced.
+    errno.ENOTDIR: "a part of the path is not a folder (a file or a device): give a folder",
+    errno.EEXIST: "something is there already; if it is not a folder, give a folder",
 }
 
 

@@ -294,6 +294,8 @@ def filter_run(
     opts = _options(name, option, options_file)
     if out.resolve() == layout.path or layout.path in out.resolve().parents:
         raise _fail(f"--out {out} is inside the run folder; choose a folder outside {layout.path}")
+    if out.exists() and not out.is_dir():  # before grading (model calls), not after; never replaced
+        raise _fail(f"--out {out} exists and is not a folder; give a folder")
     graded = _grade(layout, name, _run_model(layout, model, base_url), concurrency=concurrency, reuse=not regrade,
                     options=opts)
     out_layout = RunLayout(out.resolve().parent, out.resolve().name)

@@ -149,6 +149,8 @@ def check_command(
         loaded = load_checked(source.expanduser(), examples)
     except (ConfigError, EnvError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
+    if cfg.out_dir.exists() and not cfg.out_dir.is_dir():  # a device or a file: refused, never replaced
+        raise _fail(f"--out {cfg.out_dir} exists and is not a folder; give a folder")
     chosen = [(t, d) for t, d in loaded if (domain is None or d == domain) and (not task_ids or t.id in task_ids)]
     if task_ids and (unknown := sorted(set(task_ids) - {t.id for t, _ in loaded})):
         raise _fail(f"no such task in {source}: {', '.join(unknown)}")

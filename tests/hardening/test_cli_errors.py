@@ -150,3 +150,6 @@ def test_the_error_line_says_what_and_where() -> None:
     full = describe_error(OSError(errno.ENOSPC, "No space left on device", "/runs/r/ledger.jsonl"))
     assert full.startswith("No space left on device (/runs/r/ledger.jsonl): free some space")
     assert describe_error(RunFolderError("/runs/r/config.json is not valid JSON")).startswith("/runs/r/config.json")
+    inside = describe_error(OSError(errno.ENOTDIR, "Not a directory", "/tmp/n/run-1"))
+    assert inside == "Not a directory (/tmp/n/run-1): a part of the path is not a folder (a file or a device): give a folder"
+    assert "if it is not a folder, give a folder" in describe_error(OSError(errno.EEXIST, "File exists", "/tmp/n"))

@@ -135,6 +135,8 @@ def test_cli_every_output_option_at_a_device_node(tmp_path: Path, tally: Tally) 
                 failures.append(f"{option}: exit {code}: {said[-300:]}")
             elif through is False and (code == 0 or not any(line.startswith("error:") for line in said.splitlines())):
                 failures.append(f"{option}: not refused in one line (exit {code}): {said[-300:]}")
+            elif option.endswith("--out") and "is not a folder" not in said and "not a folder (" not in said:
+                failures.append(f"{option}: refused without saying the folder is not one: {said[-300:]}")
     finally:
         _cli(["env", "down", "--all", "--base-dir", str(envs)], env)
     print(f"\noutput options pointed at device nodes in {devices}: {len(cases)}; replaced: {len(tally.escapes)}")
