@@ -49,7 +49,8 @@ from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
 from .run_log import official_output_to_log, run_log
-from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
+from .strategies import STRATEGIES
+from .strategy import RolloutOutcome, SingleRollout, Strategy, TaskRun
 from .sweep_cli import sweep_command
 from .task_check_cli import app as tasks_app
 from .task_errors import summarize_task_errors
@@ -237,7 +238,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             shown = await settled_config(cfg, env)
             pool.release(env)
             await asyncio.to_thread(layout.write_config, dump_config(shown))
-            strategy = resuming_strategy(cfg) if resume else STRATEGIES[cfg.strategy]()
+            strategy = resuming_strategy(cfg) if resume else STRATEGIES.get(cfg.strategy)()
             assert isinstance(strategy, SingleRollout | RetryUntilSuccess)
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[StepPrinter(console, tally=ErrorTally(), ledger=ledger)])
