@@ -2,7 +2,7 @@
 
 Each rollout borrows its own environment, reverted to the task's snapshot, and runs one
 model of the mixture with stochastic decoding and its own seed (recorded in its header).
-At most ``wide.concurrency`` rollouts run at once (an `asyncio_pool.AioPool`); calls to
+At most ``wide.concurrency`` rollouts run at once (a task group and a semaphore); calls to
 one endpoint are bounded by the model layer (``wide.per_provider``). A rollout lost to the
 world (environment lost, provider down, a failed setup) is run again on a fresh environment up
 to ``wide.max_retries`` times, then recorded as it ended; the others go on regardless. A
@@ -24,8 +24,6 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-
-from asyncio_pool import AioPool  # type: ignore[import-untyped]
 
 from bjudge import Candidate, FactCache, JudgeConfig, NarrativeBuilder, make_judge
 from bjudge.representations import ending_of
@@ -201,7 +199,13 @@ class WideScaling:
 
         candidates: dict[int, Candidate] = {}
 
+        running = asyncio.Semaphore(wide.concurrency or len(slots))
+
         async def one(slot: RolloutSlot) -> None:
+            async with running:
+                await rollout_and_candidate(slot)
+
+        async def rollout_and_candidate(slot: RolloutSlot) -> None:
             k = slot.index
             timings.rollout_starts[k] = time.perf_counter()
             outcome = outcomes[k] = await self._rollout(hooked, slot, sets[k], narrator)
@@ -209,20 +213,20 @@ class WideScaling:
             timings.rollout_seconds[k] = outcome.result.seconds
             if narrator is not None and builder is not None and outcome.result.status in AGENT_OUTCOMES:
                 # built now, while other rollouts run, so the judge waits only on the last one
-                await narrator.settle(k)
-                header = await asyncio.to_thread(run.task_dir.rollout(k).read_info)
-                candidates[k] = await builder.candidate(k, ending=ending_of(header))
-                await asyncio.to_thread(run.task_dir.write_narrative, builder.narrative(k))
+                try:
+                    await narrator.settle(k)
+                    header = await asyncio.to_thread(run.task_dir.rollout(k).read_info)
+                    candidates[k] = await builder.candidate(k, ending=ending_of(header))
+                    await asyncio.to_thread(run.task_dir.write_narrative, builder.narrative(k))
+                except Exception:  # one rollout's narration must not stop the others; it is no candidate
+                    _log.exception("rollout %s/%d could not be narrated; the judge leaves it out", task_id, k)
 
         async with AsyncExitStack() as stack:
             if narrator is not None:
                 await stack.enter_async_context(narrator)  # narrations still under way end here
-            pool = AioPool(size=wide.concurrency or len(slots))
-            try:
-                await pool.map(one, slots)
-            except BaseException:  # Ctrl-C: stop every rollout now (the pool's own exit would wait)
-                await pool.cancel()
-                raise
+            async with asyncio.TaskGroup() as group:  # Ctrl-C cancels every rollout at once
+                for slot in slots:
+                    group.create_task(one(slot))
         missing = [s.index for s in slots if s.index not in outcomes]
         if missing:
             raise RuntimeError(f"rollouts {missing} of {task_id} ended without an outcome")
