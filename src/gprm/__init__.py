@@ -13,12 +13,12 @@ One step, as a runner wires it (one guide per rollout; it carries memory between
                                                          # `error` set when calls failed for good
 """
 
+from core.ocr import RapidOcrEngine, TesseractEngine, make_ocr
 from gprm.candidates import PAPER_SEEDS, PAPER_TOP_K, CandidateBatch, candidate_configs, propose_candidates
 from gprm.elements import ParsedScreen, UIElement, draw_marks, draw_star
 from gprm.guide import GUIDES, GuiPra, Pick, StandardPrm, StepGuide, guide_error, make_guide, pick
 from gprm.history import Candidate, HistoryStep, action_text
 from gprm.memory import CondensedHistory, DynamicMemory, RetrievalReply, validate_retrieval
-from gprm.ocr import RapidOcrEngine, TesseractEngine, make_ocr
 from gprm.pointing import PointAnswer, parse_point, read_point, text_match
 from gprm.records import CandidateScore, GuideDecision, GuideRecord, MemoryRecord, RoutingRecord, ToolUse
 from gprm.replies import ReplyError, ScoreReply, parse_list, parse_score, parse_summary

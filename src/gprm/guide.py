@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from core.llm import ChatModel
+from core.ocr import OcrBackend
 from gprm.elements import elements_text, shrink_png
 from gprm.history import Candidate, HistoryStep, history_lines
 from gprm.memory import DynamicMemory
-from gprm.ocr import OcrBackend
 from gprm.pointing import Convention
 from gprm.records import CandidateScore, GuideDecision, GuideRecord, MemoryRecord, RoutingRecord
 from gprm.routing import Router
