@@ -22,9 +22,10 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from pydantic import AfterValidator
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import core_schema
 
 __all__ = ["PATH_FORM", "Named", "Registry", "UnknownName", "import_path", "is_path"]
 
@@ -64,13 +65,23 @@ def import_path(path: str) -> Any:
 @dataclass(frozen=True)
 class Named:
     """The mark of a configuration field that names an entry of `registry` (or one of
-    `extra`): what the generated configuration page lists as its choices."""
+    `extra`), as in ``judge: Annotated[str, JUDGES.named("none")]``: pydantic validates the
+    value against the registry, and the generated configuration page lists the choices."""
 
     registry: Registry[Any]
     extra: tuple[str, ...] = ()
 
     def choices(self) -> str:
         return f"{self.registry.choices(self.extra)}, or {PATH_FORM}"
+
+    def check(self, name: str) -> str:
+        try:
+            return self.registry.validate(name, extra=self.extra)
+        except UnknownName as e:
+            raise ValueError(str(e)) from None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
 
 
 def _identity(entry: Any) -> str:
@@ -101,12 +112,14 @@ class Registry(Generic[T]):
         self._load = load
         self._loaded = load is None
         self._entries: dict[str, T | str] = {}
+        self._about: dict[str, str] = {}
         self._lock = threading.RLock()
 
     # -- filling ---------------------------------------------------------------------------
 
-    def register(self, name: str, entry: T | str) -> T | str:
-        """Add `entry` (or a ``"module:Attr"`` string imported on first use) as `name`.
+    def register(self, name: str, entry: T | str, about: str = "") -> T | str:
+        """Add `entry` (or a ``"module:Attr"`` string imported on first use) as `name`;
+        `about`, a few words for help texts.
 
         The same entry again (a module imported twice) is accepted; another entry under a
         taken name is a `ValueError` naming the one registered."""
@@ -115,12 +128,15 @@ class Registry(Generic[T]):
             if known is not None and known is not entry and self._identity(known) != self._identity(entry):
                 raise ValueError(f"{self.kind} {name!r} is already registered ({self._identity(known)}): give yours another name")
             self._entries[name] = entry
+            if about:
+                self._about[name] = about
         return entry
 
     def unregister(self, name: str) -> None:
         """Remove `name` (a test's own entry, once the test is done)."""
         with self._lock:
             self._entries.pop(name, None)
+            self._about.pop(name, None)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -170,17 +186,20 @@ class Registry(Generic[T]):
         return found
 
     def _resolve(self, path: str, *, registered: str | None = None) -> T:
-        found = import_path(path)
+        where = f"{self.kind} {registered!r} ({path})" if registered else f"{self.kind} {path}"
+        try:
+            found = import_path(path)
+        except UnknownName as e:
+            raise UnknownName(f"{where}: {str(e).removeprefix(path + ': ')}") from None
         problem = self._check(found) if self._check is not None else None
         if problem is not None:
-            where = f"{self.kind} {registered!r} ({path})" if registered else f"{self.kind} {path}"
             raise UnknownName(f"{where}: {problem}")
         return found  # type: ignore[no-any-return]
 
     def validate(self, name: str, *, extra: tuple[str, ...] = ()) -> str:
         """`name` when it is one of `extra`, registered or a dotted path to an entry; else
         `UnknownName` (the run configuration's and the command line's check)."""
-        if name in extra:
+        if name in extra or name in self.names():  # a registered name: imported when first used
             return name
         try:
             self.get(name)
@@ -199,17 +218,14 @@ class Registry(Generic[T]):
         return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
     def help(self, lead: str = "", extra: tuple[str, ...] = ()) -> str:
-        """A command-line help text: `lead`, the names there are, and the dotted-path form."""
-        return f"{lead}{self.choices(extra)}, or {PATH_FORM} of your own."
+        """A command-line help text: `lead`, the names there are (with their few words), and
+        the dotted-path form."""
+        names = [*self.names(), *extra]
+        shown = [f"{n} ({self._about[n]})" if n in self._about else n for n in names]
+        listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+        return f"{lead}{listed}, or {PATH_FORM} of your own."
 
-    def field(self, *extra: str) -> Any:
-        """The annotation of a configuration field that names an entry (or one of `extra`,
-        e.g. ``none``): validated against the registry, its schema listing the names."""
-
-        def check(name: str) -> str:
-            try:
-                return self.validate(name, extra=extra)
-            except UnknownName as e:
-                raise ValueError(str(e)) from None
-
-        return Annotated[str, Named(self, extra), AfterValidator(check)]
+    def named(self, *extra: str) -> Named:
+        """The mark of a configuration field naming an entry (or one of `extra`, e.g.
+        ``none``): ``Annotated[str, REGISTRY.named()]``."""
+        return Named(self, extra)

@@ -61,7 +61,7 @@ def critic_bench(
     labels: Annotated[Path | None, typer.Argument(help="Labels: a JSONL file (id, label, platform, rollout), or "
                                                   "published data read as it is (OGRBench folder, OSReward traces, "
                                                   "AgentRewardBench annotations.csv, Online-Mind2Web human_label.json).")] = None,
-    names: Annotated[list[str] | None, typer.Option("--critic", help=f"A critic to run: {', '.join(CRITICS)}; repeatable.")] = None,
+    names: Annotated[list[str] | None, typer.Option("--critic", help=CRITICS.help("A critic to run (repeatable): "))] = None,
     predictions: Annotated[list[Path] | None, typer.Option("--predictions", help="Verdicts recorded elsewhere (id -> 0/1); repeatable.")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="The critics' model as provider/model.")] = None,
     base_url: BaseUrl = None,

@@ -10,12 +10,12 @@ from typing import Annotated, Any
 import typer
 
 from core.config import ConfigError, load_config
-from core.llm import ChatModel, Ledger, MissingAPIKeyError, ScriptError, UnknownProviderError
+from core.llm import ChatModel, Ledger, MissingAPIKeyError, ScriptError, UnknownProviderError, is_scripted
 from core.trajectory import RunLayout
-from themis import CRITICS, Critic, make_critic
+from themis import CRITICS, Critic, critic_options_model, make_critic
 
 from .config import ModelConfig
-from .retry import critic_model
+from .models import chat_model
 
 __all__ = [
     "BaseUrl",
@@ -31,7 +31,7 @@ __all__ = [
     "run_model",
 ]
 
-CriticName = Annotated[str, typer.Option("--critic", help=f"Which critic: {', '.join(CRITICS)}.")]
+CriticName = Annotated[str, typer.Option("--critic", help=CRITICS.help("Which critic: "))]
 ModelName = Annotated[str | None, typer.Option("--model", "-m", help="The critic's model as provider/model "
                                                "(default: the run's critic or policy model).")]
 BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Endpoint of the critic model's server.")]
@@ -63,7 +63,7 @@ def run_model(layout: RunLayout, model: str | None, base_url: str | None) -> Mod
     cfg = layout.read_config() or {}
     for section in ((cfg.get("critic") or {}).get("model"), cfg.get("policy")):
         if isinstance(section, dict) and isinstance(section.get("model"), str):
-            if section["model"].startswith("scripted/"):
+            if is_scripted(section["model"]):
                 break  # a scripted policy cannot judge anything
             return ModelConfig(model=section["model"], base_url=base_url or section.get("base_url"))
     raise fail("name the critic's model with --model provider/model (the run's configuration names none usable)")
@@ -71,8 +71,10 @@ def run_model(layout: RunLayout, model: str | None, base_url: str | None) -> Mod
 
 def critic_options(name: str, option: list[str] | None, options_file: Path | None) -> dict[str, Any]:
     """The critic's options from ``--options FILE`` then each ``--option key=value``."""
-    if name not in CRITICS:
-        raise fail(f"unknown critic {name!r}: choose one of {', '.join(CRITICS)}")
+    try:
+        options_model = critic_options_model(name)
+    except ValueError as e:
+        raise fail(str(e)) from None
     sources: list[str | Path] = [*([options_file] if options_file is not None else []), *(option or [])]
     if not sources:
         return {}
@@ -80,7 +82,7 @@ def critic_options(name: str, option: list[str] | None, options_file: Path | Non
         if "=" not in text:
             raise fail(f"--option {text!r}: write key=value, e.g. --option verifier=false")
     try:
-        parsed = load_config(CRITICS[name][1], sources)
+        parsed = load_config(options_model, sources)
     except (ConfigError, OSError) as e:
         raise fail(f"critic {name!r} options: {e}") from None
     return parsed.model_dump(exclude_defaults=True)
@@ -88,7 +90,7 @@ def critic_options(name: str, option: list[str] | None, options_file: Path | Non
 
 def _build(cfg: ModelConfig, ledger: Ledger) -> ChatModel:
     try:
-        return critic_model(cfg, ledger)
+        return chat_model(cfg, ledger)
     except MissingAPIKeyError as e:
         raise fail(f"the critic's model {cfg.model} needs an API key: set {e.variable}") from None
     except (UnknownProviderError, ScriptError) as e:

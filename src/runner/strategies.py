@@ -24,6 +24,6 @@ def _problem(found: Any) -> str | None:
 
 #: Strategy name -> its class (instantiated with no arguments for each run).
 STRATEGIES: Registry[Any] = Registry("strategy", check=_problem, name_of=lambda cls: cls.name)
-STRATEGIES.register("single", "runner.strategy:SingleRollout")
-STRATEGIES.register("retry", "runner.retry:RetryUntilSuccess")
-STRATEGIES.register("wide", "runner.wide:WideScaling")
+STRATEGIES.register("single", "runner.strategy:SingleRollout", "one rollout")
+STRATEGIES.register("retry", "runner.retry:RetryUntilSuccess", "until the critic accepts")
+STRATEGIES.register("wide", "runner.wide:WideScaling", "N rollouts and a judge")

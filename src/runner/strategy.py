@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from core.atomic import is_disk_full
 from core.llm import Ledger
@@ -95,7 +95,12 @@ class RolloutOutcome:
 
 
 class Strategy(Protocol):
+    """A way to run a task (`runner.strategies` has them by name). ``outcomes`` holds, per
+    task id, the rollout outcome that stands for the task (the list of them for strategies
+    that keep several, as ``wide`` does)."""
+
     name: str
+    outcomes: dict[str, Any]
 
     async def __call__(self, run: TaskRun) -> TaskResult: ...
 

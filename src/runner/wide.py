@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from bjudge import Candidate, FactCache, JudgeConfig, NarrativeBuilder, make_judge
 from bjudge.representations import ending_of
-from core.llm import ChatModel, GenerateConfig, PriceTable, RetryPolicy
+from core.llm import ChatModel, GenerateConfig, PriceTable
 from core.protocols import EnvError
 from core.trajectory import (
     AGENT_OUTCOMES,
@@ -40,7 +40,7 @@ from core.trajectory import (
 )
 
 from .mixture import MixtureEntry, RolloutSlot, assign, parse_mixture
-from .models import ModelSet
+from .models import ModelSet, chat_model
 from .narration import LiveNarrator
 from .outcomes import RolloutResult
 from .strategy import RolloutOutcome, TaskRun, run_rollout, task_errors
@@ -52,17 +52,14 @@ _log = logging.getLogger(__name__)
 
 #: Folder of the run holding cached facts (hidden from task listings by its dot).
 FACT_CACHE_DIR = ".facts"
-#: ``wide.judge`` → the bjudge judge it runs.
-_JUDGES = {"bjudge": "mcq", "mcq": "mcq", "pairwise": "pairwise", "independent": "independent",
-           "webjudge": "webjudge"}
 
 #: Called as a rollout changes state: (task id, rollout, status, model, attempt).
 Watch = Callable[[str, int, str, str, int], None]
 
 
 def judge_name(name: str) -> str | None:
-    """The bjudge judge behind a ``wide.judge`` name (None for ``none``)."""
-    return _JUDGES.get(name)
+    """The judge a ``wide.judge`` names (None for ``none``: no judge)."""
+    return None if name == "none" else name
 
 
 def fact_cache(layout: RunLayout) -> FactCache:
@@ -134,14 +131,11 @@ class WideScaling:
             return run.models.policy  # the run's own model and connections
         key = entry.model_dump_json(exclude={"count"})
         model = self._models.get(key)
-        if model is None:
-            model = self._models[key] = ChatModel.from_name(
-                entry.model, ledger=run.ledger, base_url=entry.base_url, prices=PriceTable(run.config.prices),
-                api_key=entry.api_key.get_secret_value() if entry.api_key else None,
-                timeout=policy.timeout, retry=RetryPolicy(budget=policy.retry_budget),
-                max_connections=wide.per_provider or policy.max_connections,
-                config=entry.decoding,
-            )
+        if model is None:  # the entry's endpoint and decoding, the policy's timeout and budget
+            own = policy.model_copy(update={"model": entry.model, "base_url": entry.base_url, "api_key": entry.api_key,
+                                            "generate": entry.decoding,
+                                            "max_connections": wide.per_provider or policy.max_connections})
+            model = self._models[key] = chat_model(own, run.ledger, PriceTable(run.config.prices))
         return model
 
     def _model_set(self, run: TaskRun, entry: MixtureEntry) -> ModelSet:
@@ -169,12 +163,7 @@ class WideScaling:
         key = "judge:" + chosen.model_dump_json()
         model = self._models.get(key)
         if model is None:
-            model = self._models[key] = ChatModel.from_name(
-                chosen.model, ledger=run.ledger, base_url=chosen.base_url, prices=PriceTable(run.config.prices),
-                api_key=chosen.api_key.get_secret_value() if chosen.api_key else None,
-                timeout=chosen.timeout, retry=RetryPolicy(budget=chosen.retry_budget),
-                max_connections=chosen.max_connections, config=chosen.generate,
-            )
+            model = self._models[key] = chat_model(chosen, run.ledger, PriceTable(run.config.prices))
         return model
 
     # -- running ------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .bench import (
     load_predictions,
     score_predictions,
 )
-from .critics import CRITICS, Critic, ThemisCritic, make_critic
+from .critics import CRITICS, Critic, ThemisCritic, critic_options_model, make_critic
 from .grading import Graded, Published, grade_many, grade_rollout, grade_source
 from .lastk import LastKCritic, tally
 from .metrics import Confusion, Scores, score, score_by_platform
@@ -69,6 +69,7 @@ __all__ = [
     "TrajectorySource",
     "Verdict",
     "bench_critic",
+    "critic_options_model",
     "detect_format",
     "export_accepted",
     "grade_many",
