@@ -25,6 +25,7 @@ from .options import LastKOptions, SequentialOptions, ThemisOptions
 from .public_data import FORMATS, LabelSet, detect_format, read_labels
 from .record import (
     LastKRecord,
+    OtherRecord,
     SequentialRecord,
     ThemisRecord,
     Verdict,
@@ -54,6 +55,7 @@ __all__ = [
     "LastKCritic",
     "LastKOptions",
     "LastKRecord",
+    "OtherRecord",
     "Published",
     "Released",
     "Rounding",
