@@ -1,6 +1,6 @@
-"""A judge and a critic written outside the project, named by dotted path, run through the
-command line: ``run --strategy wide --judge``, ``run --strategy retry --critic`` and
-``critic-bench --critic`` take ``package.module:Class`` wherever they take a registered name,
+"""A judge, a critic and a step guide written outside the project, named by dotted path, run through the
+command line: ``run --strategy wide --judge``, ``judge --judge``, ``run --strategy retry
+--critic``, ``critic-bench --critic`` and ``run --guide`` take ``package.module:Class`` wherever they take a registered name,
 and nothing of agent-s3 is edited to add them (the module lives in a temporary folder on
 ``sys.path``). The registries' names are what the help texts and the errors list."""
 
@@ -18,26 +18,28 @@ from test_environment_kinds import paper_kind  # noqa: F401  (a fixture: an in-m
 from typer.testing import CliRunner
 
 from bjudge import JUDGES
-from core.llm import Reply, Script
+from core.llm import Reply, Script, ScriptRequest
 from core.trajectory import RunLayout
+from gprm import GUIDES, PAPER_SEEDS
 from runner.cli import app
 from runner.demo_judge import register_demo_judge
-from runner.demo_policy import PlannedReplies, action_reply
+from runner.demo_policy import PlannedReplies, action_reply, role_of
 from themis import CRITICS, load_verdict
 
 #: What a user writes to add a judge and a critic of their own: a module of their own.
 ROOMS = '''
-"""A judge and a critic of a user's own."""
+"""A judge, a critic and a step guide of a user's own."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from core.llm import ChatMessage, ChatModel
 from core.trajectory import Selection
+from gprm import CandidateScore, GuideDecision, GuideRecord
 from themis import OtherRecord, Verdict
 
 
@@ -81,10 +83,35 @@ class OneWordCritic:
         return Verdict(critic=self.name, model=self.model.name, reward=1 if said == self.options.word else 0,
                        reason=f"the model said {said}", options=self.options.model_dump(), calls=1,
                        record=OtherRecord(kind=self.name, notes=[f"{steps} steps; reply {said}"]))
+
+
+class EndOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pick: Literal["first", "last"] = "last"
+
+
+class EndGuide:
+    """A step guide that takes the policy's first or last candidate, unscored."""
+
+    name = "end-guide"
+    Options: ClassVar[type[BaseModel]] = EndOptions
+
+    def __init__(self, model: ChatModel, *, pick: str = "last") -> None:
+        self.pick = pick
+
+    async def choose(self, goal: str, screenshot: bytes, history: list[Any], candidates: list[Any]) -> GuideDecision:
+        index = len(candidates) - 1 if self.pick == "last" else 0
+        scores = [CandidateScore(index=k, action=c.action, seed=c.seed) for k, c in enumerate(candidates)]
+        return GuideDecision(index, candidates[index], GuideRecord(guide=self.name, chosen=index, candidates=scores))
+
+    def reset(self) -> None:
+        return None
 '''
 
 JUDGE = "my_rooms:LongestStoryJudge"
 CRITIC = "my_rooms:OneWordCritic"
+GUIDE = "my_rooms:EndGuide"
 
 
 @pytest.fixture
@@ -97,6 +124,7 @@ def rooms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     sys.modules.pop("my_rooms", None)
     JUDGES.unregister("longest-story")  # a class named by path is registered under its name
     CRITICS.unregister("one-word")
+    GUIDES.unregister("end-guide")
 
 
 def _flat(text: str) -> str:
@@ -147,6 +175,42 @@ def test_a_judge_by_dotted_path_picks_among_wide_rollouts(paper_kind: object, ro
     assert selection["strategy"] == "longest-story" and selection["candidates"] == [0, 1]
     assert selection["chosen"] == 1 and selection["reasoning"] == "rollout 1 told the longest story"
 
+    # Rollouts run with no judge, then judged offline by the same class named by path.
+    _run(tmp_path, "wide-later", "--strategy", "wide", "--rollouts", "2", "--judge", "none", "--judge-model", narrator)
+    later = RunLayout(tmp_path / "runs", "wide-later")
+    task = next(p for p in later.path.iterdir() if p.is_dir() and (p / "rollout-0").is_dir())
+    assert not (task / "selection.json").exists()
+    judged = CliRunner().invoke(app, ["judge", str(later.path), "--judge", JUDGE, "--judge-model", narrator])
+    assert judged.exit_code == 0, judged.output
+    selection = json.loads((task / "selection.json").read_text())
+    assert selection["strategy"] == "longest-story" and selection["chosen"] == 1
+
+
+def test_a_guide_by_dotted_path_chooses_each_step(paper_kind: object, rooms: Path, tmp_path: Path) -> None:  # noqa: F811
+    planned = PlannedReplies(plan=[])
+    first, last = action_reply("I press Enter.", 'agent.hotkey(["enter"])'), action_reply("Done.", "agent.done()")
+
+    def by_seed(request: ScriptRequest) -> str:  # the second candidate ends the task
+        if role_of(request.messages) != "policy":
+            return planned(request)
+        return last if request.config.seed == PAPER_SEEDS[1] else first
+
+    Script("paper-rooms", [by_seed] * 40)
+    Script("end-guide-model", [])  # the guide calls no model
+    out = _run(tmp_path, "guided-rooms", "--guide", GUIDE, "--candidates", "2", "--guide-model",
+               "scripted/end-guide-model", "--max-steps", "3")
+    assert "outcome done after 1 steps" in out
+    layout = RunLayout(tmp_path / "runs", "guided-rooms")
+    task = next(p for p in layout.path.iterdir() if p.is_dir() and (p / "rollout-0").is_dir())
+    step, = layout.task(task.name).rollout(0).iter_steps()
+    assert step.guide is not None and step.guide["guide"] == "end-guide" and step.guide["chosen"] == 1
+    # The guide's own options are read by its Options model: first candidate, three steps.
+    out = _run(tmp_path, "guided-first", "--guide", GUIDE, "--candidates", "2", "--guide-model",
+               "scripted/end-guide-model", "--max-steps", "3", "-c", "guide.options.pick=first")
+    assert "outcome step_limit after 3 steps" in out
+    steps = list(RunLayout(tmp_path / "runs", "guided-first").task(task.name).rollout(0).iter_steps())
+    assert [s.guide["chosen"] for s in steps if s.guide is not None] == [0, 0, 0]
+
 
 def test_critic_bench_runs_a_critic_by_dotted_path(rooms: Path, run_dir: Path, tmp_path: Path) -> None:  # noqa: F811
     labels = tmp_path / "labels.jsonl"
@@ -170,6 +234,8 @@ def test_critic_bench_runs_a_critic_by_dotted_path(rooms: Path, run_dir: Path, t
     (["--strategy", "retry", "--critic", CRITIC, "--critic-model", "scripted/x", "-c", "critic.options.colour=red"],
      "colour"),
     (["--strategy", "wide", "--judge", "my_rooms:WordOptions"], "not a judge"),
+    (["--guide", GUIDE, "--guide-model", "scripted/x", "-c", "guide.options.pick=middle"],
+     "guide.options.pick for my_rooms:EndGuide: Input should be 'first' or 'last'"),
     (["--strategy", "wide", "--judge", "no_such_package.judges:Mine"], "judge no_such_package.judges:Mine: "),
 ])
 def test_a_bad_dotted_path_is_one_line_before_any_rollout(rooms: Path, tmp_path: Path, args: list[str],
