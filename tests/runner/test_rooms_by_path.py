@@ -18,7 +18,7 @@ from test_environment_kinds import paper_kind  # noqa: F401  (a fixture: an in-m
 from typer.testing import CliRunner
 
 from bjudge import JUDGES
-from core.llm import Reply, Script, ScriptRequest
+from core.llm import PROVIDERS, Reply, Script, ScriptRequest
 from core.trajectory import RunLayout
 from gprm import GUIDES, PAPER_SEEDS
 from runner.cli import app
@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from core.llm import ChatMessage, ChatModel
+from core.llm import ChatMessage, ChatModel, GenerateConfig, ModelAPI, ModelOutput
 from core.trajectory import Selection
 from gprm import CandidateScore, GuideDecision, GuideRecord
 from themis import OtherRecord, Verdict
@@ -107,6 +107,15 @@ class EndGuide:
 
     def reset(self) -> None:
         return None
+
+
+class DoneAPI(ModelAPI):
+    """A model provider that always answers that the task is done (a policy reply)."""
+
+    provider = "always-done"
+
+    async def generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+        return ModelOutput(text="Nothing is left to do.\\n```python\\nagent.done()\\n```", model=self.name)
 '''
 
 JUDGE = "my_rooms:LongestStoryJudge"
@@ -210,6 +219,20 @@ def test_a_guide_by_dotted_path_chooses_each_step(paper_kind: object, rooms: Pat
     assert "outcome step_limit after 3 steps" in out
     steps = list(RunLayout(tmp_path / "runs", "guided-first").task(task.name).rollout(0).iter_steps())
     assert [s.guide["chosen"] for s in steps if s.guide is not None] == [0, 0, 0]
+
+
+def test_a_model_provider_by_dotted_path_serves_the_policy(paper_kind: object, rooms: Path, tmp_path: Path) -> None:  # noqa: F811
+    try:
+        result = CliRunner().invoke(app, [
+            "run", "--env", "paper", "--task", "Press Enter once", "--model", "my_rooms:DoneAPI/done-1",
+            "--out", str(tmp_path / "runs"), "--run-id", "provider-rooms", "-c", "worker.reflection=false",
+        ], env={"COLUMNS": "400"})  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "outcome done after 1 steps" in _flat(result.output)
+        ledger = (RunLayout(tmp_path / "runs", "provider-rooms").ledger_path).read_text()
+        assert '"model":"always-done/done-1"' in ledger.replace(" ", "")
+    finally:
+        PROVIDERS.unregister("always-done")
 
 
 def test_critic_bench_runs_a_critic_by_dotted_path(rooms: Path, run_dir: Path, tmp_path: Path) -> None:  # noqa: F811
