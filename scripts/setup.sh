@@ -11,6 +11,8 @@ APT_PACKAGES=(
   python3-tk python3-uno bubblewrap slirp4netns nftables tesseract-ocr tesseract-ocr-eng xdg-utils
   at-spi2-core python3-pyatspi gir1.2-atspi-2.0 ffmpeg libglib2.0-bin gsettings-desktop-schemas gnome-terminal
   gnome-shell-common gnome-settings-daemon-common mutter-common
+  # --env qemu: QEMU itself, and what builds the test image (environments/qemu/image.py)
+  qemu-system-x86 qemu-utils mmdebstrap e2fsprogs
 )
 
 # install_missing WHAT PACKAGE...: installs those of the Debian packages that are missing

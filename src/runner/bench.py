@@ -77,7 +77,9 @@ def load_bench_tasks(list_file: Path, examples: Path | None = None, *, domain: s
 
 
 def rollouts_per_task(cfg: RunConfig) -> int:
-    """N: rollouts each task gets (1 unless wide; retry counts its attempts itself)."""
+    """N: rollouts each task gets (1 unless wide or branch; retry counts its attempts itself)."""
+    if cfg.strategy == "branch":
+        return cfg.branch.branches + 1  # the shared prefix is rollout 0
     if cfg.strategy != "wide":
         return 1
     entries = parse_mixture(cfg.wide.mixture)

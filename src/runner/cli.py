@@ -32,6 +32,7 @@ from themis import CRITICS
 from .aws_cli import app as aws_app
 from .bench import resuming_strategy, rollouts_per_task
 from .bench_cli import app as bench_app
+from .branch import check_branch
 from .cli_errors import GuardedTyper
 from .config import RunConfig, load_run_config
 from .critic_cli import register as register_critic_commands
@@ -127,6 +128,8 @@ def run(
     guide: Annotated[str | None, typer.Option("--guide", help=GUIDES.help("Step guide: ", extra=("none",)))] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", min=1, max=8, help="With --guide: candidate actions per step (K).")] = None,
     guide_model: Annotated[str | None, typer.Option("--guide-model", help="The guide's model as provider/model (default: the policy's).")] = None,
+    branch_at: Annotated[int | None, typer.Option("--branch-at", min=1, help="With --strategy branch: steps of the shared prefix before the checkpoint (T).")] = None,
+    branches: Annotated[int | None, typer.Option("--branches", min=1, help="With --strategy branch: rollouts continuing from the checkpoint (K).")] = None,
     executor: Annotated[str | None, typer.Option("--executor", help="asyncio (in this process, the default) or ray (environments on the hosts of a Ray cluster).")] = None,
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="With --executor ray: local (start Ray here), auto (this machine's cluster) or ray://HEAD:10001.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="The --run-id exists: keep the rollouts it finished and run the rest.")] = False,
@@ -145,6 +148,7 @@ def run(
         wide__rollouts=rollouts, wide__mixture=mixture, wide__judge=judge,
         wide__judge_model__model=judge_model, wide__narrator_model__model=narrator_model,
         guide__name=guide, guide__candidates=candidates, guide__model__model=guide_model,
+        branch__at=branch_at, branch__branches=branches,
         executor__kind=executor or ("ray" if ray_address else None), executor__ray_address=ray_address,
     )  # fmt: skip
     try:
@@ -161,6 +165,7 @@ def run(
         cfg.environment.check()
         check_critic(cfg)
         check_wide(cfg)
+        check_branch(cfg)
         check_guide(cfg)
         check_executor(cfg)
         check_models(cfg)
@@ -195,7 +200,7 @@ def run(
         console.print(f"[bold yellow]warning[/bold yellow] {escape(unpriced_line(unpriced))}")
     if resumed:
         console.print(f"[bold]resumed[/bold] keeping the rollouts run {escape(rid)} finished; running the rest")
-    if cfg.strategy == "wide":
+    if cfg.strategy in ("wide", "branch"):
         try:
             with run_log(layout.path, verbose=verbose):
                 wide = asyncio.run(run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))

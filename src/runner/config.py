@@ -25,6 +25,7 @@ from .strategies import STRATEGIES
 from .wide_config import WideConfig
 
 __all__ = [
+    "BranchConfig",
     "CriticConfig",
     "EnvironmentSection",
     "ExecutorConfig",
@@ -121,6 +122,17 @@ class GuideConfig(Section):
     the fields of its ``Options`` model (`gprm.options`, listed below), checked before the run."""
 
 
+class BranchConfig(Section):
+    """The ``branch`` strategy: one rollout to step `at`, a checkpoint of its environment
+    there, then `branches` rollouts continuing from that checkpoint (the models of
+    ``wide.mixture``, judged like a wide run). Needs environments that checkpoint (``qemu``)."""
+
+    at: int = Field(default=5, ge=1)
+    """Steps of the shared prefix: the checkpoint is taken after this many steps."""
+    branches: int = Field(default=2, ge=1, le=64)
+    """Rollouts continuing from the checkpoint."""
+
+
 class RunConfig(Section):
     """Everything a run needs; written to ``config.json`` (secrets redacted)."""
 
@@ -143,11 +155,15 @@ class RunConfig(Section):
     """In-process asyncio (the default) or a Ray cluster."""
     strategy: Annotated[str, STRATEGIES.named()] = "single"
     """How a task is run: ``single`` is one rollout; ``retry`` runs rollouts until the critic
-    accepts one (at most ``critic.attempts``); ``wide`` runs N rollouts and a judge picks one."""
+    accepts one (at most ``critic.attempts``); ``wide`` runs N rollouts and a judge picks one;
+    ``branch`` runs one rollout to ``branch.at`` steps, checkpoints it and continues it as
+    ``branch.branches`` rollouts, judged as ``wide``."""
     critic: CriticConfig = CriticConfig()
     """The critic that ``retry`` asks."""
     wide: WideConfig = WideConfig()
-    """N rollouts and a judge, for the ``wide`` strategy."""
+    """N rollouts and a judge, for the ``wide`` strategy (and the judge and mixture of ``branch``)."""
+    branch: BranchConfig = BranchConfig()
+    """Where and how wide the ``branch`` strategy forks."""
     guide: GuideConfig = GuideConfig()
     """The step guide of every rollout (any strategy); ``name: none`` runs without one."""
     models: dict[str, dict[str, Any]] = Field(default_factory=dict)

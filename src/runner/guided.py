@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from agent_s3 import Proposal, Worker, action_adapter, action_call, action_reference
 from core.llm import ChatModel, GenerateConfig, MissingAPIKeyError, ModelError, is_scripted
-from core.protocols import EnvError, Environment
+from core.protocols import Checkpoint, EnvError, Environment
 from core.trajectory import Step
 from gprm import (
     GUIDES,
@@ -141,6 +141,9 @@ class GuidedStep:
         if not seeds:
             raise ValueError("a guided step needs at least one seed")
         self.worker, self.guide, self.seeds, self.model = worker, guide, list(seeds), model
+        #: The checkpoint this rollout branched from (`--strategy branch`), for a guide that
+        #: looks ahead from it and comes back; None on a rollout that did not branch.
+        self.branch_point: Checkpoint | None = None
         guide.reset()
 
     def _calls_since(self, start: int) -> list[str]:

@@ -27,3 +27,5 @@ STRATEGIES: Registry[Any] = Registry("strategy", check=_problem, name_of=lambda 
 STRATEGIES.register("single", "runner.strategy:SingleRollout", "one rollout")
 STRATEGIES.register("retry", "runner.retry:RetryUntilSuccess", "until the critic accepts")
 STRATEGIES.register("wide", "runner.wide:WideScaling", "N rollouts and a judge")
+STRATEGIES.register("branch", "runner.branch:BranchScaling",
+                    "one rollout to --branch-at, then --branches forks of its checkpoint and a judge; --env qemu")
