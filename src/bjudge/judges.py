@@ -42,10 +42,10 @@ def _problem(found: Any) -> str | None:
 #: the narratives, `MCQJudge`, recorded as ``mcq``); the others are its baselines.
 JUDGES: Registry[Any] = Registry("judge", check=_problem, name_of=lambda cls: cls.name)
 JUDGES.register("bjudge", MCQJudge, "the Behavior Judge")
-JUDGES.register("mcq", MCQJudge)
-JUDGES.register("pairwise", PairwiseJudge)
-JUDGES.register("independent", IndependentJudge)
-JUDGES.register("webjudge", WebJudge)
+JUDGES.register("mcq", MCQJudge, "the same, by its call's name")
+JUDGES.register("pairwise", PairwiseJudge, "n-1 comparisons")
+JUDGES.register("independent", IndependentJudge, "a 1-5 rubric each")
+JUDGES.register("webjudge", WebJudge, "key points and key screenshots")
 
 
 def make_judge(name: str, model: ChatModel, cfg: JudgeConfig | None = None) -> Judge:

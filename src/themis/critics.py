@@ -153,9 +153,9 @@ def _problem(found: Any) -> str | None:
 
 #: Critic name -> its class.
 CRITICS: Registry[Any] = Registry("critic", check=_problem, name_of=lambda cls: cls.name)
-CRITICS.register("themis", ThemisCritic)
-CRITICS.register("lastk", LastKCritic)
-CRITICS.register("sequential", SequentialCritic)
+CRITICS.register("themis", ThemisCritic, "OS-Themis: milestones, verifier, reviewer, judge")
+CRITICS.register("lastk", LastKCritic, "the last K screens")
+CRITICS.register("sequential", SequentialCritic, "screen by screen")
 
 
 def critic_options_model(name: str) -> type[BaseModel]:
