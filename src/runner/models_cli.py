@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
-from bjudge import AnswerReply, FactsReply, sees_screens
+from bjudge import JUDGES, AnswerReply, FactsReply, sees_screens
 from core.config import ConfigError
 from core.images import encode_png
 from core.llm import (
@@ -37,7 +37,7 @@ from core.llm import (
     is_scripted,
 )
 from core.llm.profiles import ProfileError, check, resolve, set_overrides
-from gprm import PAPER_SEEDS, ScoreReply
+from gprm import GUIDES, PAPER_SEEDS, ScoreReply
 from themis import CRITICS
 
 from .config import ModelConfig, RunConfig, load_run_config
@@ -239,11 +239,11 @@ def check_command(
     config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable.")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Policy model as provider/model.")] = None,
     mixture: Annotated[str | None, typer.Option("--mixture", help="Wide scaling: provider/model*count,...")] = None,
-    guide: Annotated[str | None, typer.Option("--guide", help="Step guide: gprm or prm.")] = None,
+    guide: Annotated[str | None, typer.Option("--guide", help=GUIDES.help("Step guide: "))] = None,
     guide_model: Annotated[str | None, typer.Option("--guide-model", help="The guide's model.")] = None,
-    critic: Annotated[str | None, typer.Option("--critic", help="Critic of the retry strategy: themis, lastk or sequential.")] = None,
+    critic: Annotated[str | None, typer.Option("--critic", help=CRITICS.help("Critic of the retry strategy: "))] = None,
     critic_model: Annotated[str | None, typer.Option("--critic-model", help="The critic's model.")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="Wide scaling's judge.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help=JUDGES.help("Wide scaling's judge: "))] = None,
     call: Annotated[bool, typer.Option("--call/--no-call", help="Make one request per model whose key is set.")] = True,
 ) -> None:
     """Resolve every model the run would use (policy, grounding, code agent, reflection,

@@ -275,7 +275,9 @@ def test_help_texts_list_the_registered_names_and_the_dotted_form() -> None:
     for name in (*JUDGES.names(), *CRITICS.names()):
         assert name in help_text
     assert help_text.count("package.module:Class") >= 3  # --strategy, --critic, --judge, --guide
-    for command in (["bench", "osworld"], ["judge"], ["sweep"], ["critic-bench"]):
+    for command, names in ((["bench", "osworld"], JUDGES.names()), (["judge"], JUDGES.names()),
+                           (["sweep"], JUDGES.names()), (["critic-bench"], CRITICS.names()),
+                           (["critic"], CRITICS.names()),
+                           (["models", "check"], [*JUDGES.names(), *CRITICS.names(), *GUIDES.names()])):
         text = _flat(CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "400"}).output)
-        names = CRITICS.names() if command == ["critic-bench"] else JUDGES.names()
-        assert all(n in text for n in names), (command, names)
+        assert all(n in text for n in names) and "package.module:Class" in text, (command, names)
