@@ -50,6 +50,27 @@ def live_commands() -> dict[int, str]:
     return out
 
 
+def sandboxes_under(base: Path) -> list[int]:
+    """Live desktop sandboxes (bubblewrap) whose desktop folder is under `base`.
+
+    A desktop's bubblewrap names no host path on its command line (it binds what its
+    launcher staged), but its output goes to the desktop's log, a file under the desktop's
+    folder, which its descriptor still names as the host sees it."""
+    found = []
+    for pid, cmd in live_commands().items():
+        if cmd.split(" ")[0] != "bwrap":
+            continue
+        for fd in (1, 2):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(f"{base}/"):
+                found.append(pid)
+                break
+    return found
+
+
 @contextmanager
 def threaded_servers(*servers: OpenAIServer) -> Iterator[list[str]]:
     """Run the servers on one loop thread; yield their base URLs; stop them afterwards."""

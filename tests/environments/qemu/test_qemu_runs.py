@@ -75,6 +75,7 @@ async def test_a_vm_killed_mid_rollout_is_redone_on_a_fresh_vm(test_image: Built
         "strategy": "wide", "wide": {"rollouts": 2, "seed": 5, "judge": "none", "max_retries": 1},
     }])  # fmt: skip
     killed: list[int] = []
+    killed_names: list[str] = []
     holder: list[Any] = []
 
     async def kill_once(event: StepEvent) -> None:
@@ -83,6 +84,7 @@ async def test_a_vm_killed_mid_rollout_is_redone_on_a_fresh_vm(test_image: Built
         header = event.rollout_dir.read_info()
         env = next(e for e in holder[0].environments if e.name == header.environment)
         killed.append(env.vm.process.pid)
+        killed_names.append(env.name)
         os.kill(killed[-1], signal.SIGKILL)  # QEMU itself: the VM is gone mid-rollout
 
     task = resolve_task(TASK)
@@ -97,13 +99,17 @@ async def test_a_vm_killed_mid_rollout_is_redone_on_a_fresh_vm(test_image: Built
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[kill_once])
             result = await strategy(run)
+            qemu_pids = {e.name: e.vm.process.pid for e in pool.environments if e.vm.process is not None}
     finally:
         await strategy.aclose()
         await models.aclose()
     assert killed
     headers = layout.task(TASK).headers()
     assert headers[1].attempts == 2 and headers[1].status == "done"
-    assert headers[1].environment not in {None, headers[0].environment}
+    # The retry ran on a live VM: another one (rollout 0's, once free) or the killed one's
+    # replacement, never the dead QEMU process.
+    assert headers[1].environment is not None
+    assert headers[1].environment != killed_names[0] or qemu_pids[killed_names[0]] != killed[0]
     assert result.scores == {0: 1.0, 1: 1.0}
 
 
