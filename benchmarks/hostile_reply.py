@@ -30,8 +30,8 @@ import tempfile
 from pathlib import Path
 
 from core.llm import Script
-from core.llm.fakeserver import OpenAIServer
 from runner.demo_policy import PlannedReplies, action_reply
+from testing.llm import OpenAIServer
 
 CLI = Path(sys.executable).with_name("agent-s3")
 KEY = "sk-hostile-reply-" + "k" * 16

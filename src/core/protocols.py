@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
+from core.platforms import Platform
+
 if TYPE_CHECKING:
     from core.trajectory.task import Task
 
@@ -28,7 +30,6 @@ __all__ = [
     "WorkerFacts",
 ]
 
-Platform = Literal["ubuntu", "windows", "android"]
 SandboxLanguage = Literal["python", "bash", "powershell", "cmd"]
 
 

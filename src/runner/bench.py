@@ -36,7 +36,8 @@ from .resume import (
     task_finished,
     write_manifest,
 )
-from .strategy import STRATEGIES, SingleRollout, Strategy, TaskRun, run_tasks
+from .strategies import STRATEGIES
+from .strategy import SingleRollout, Strategy, TaskRun, run_tasks
 
 __all__ = ["LOCAL_LIST", "BenchRun", "BenchTasks", "load_bench_tasks", "resuming_strategy", "rollouts_per_task",
            "run_bench"]
@@ -104,7 +105,7 @@ def resuming_strategy(cfg: RunConfig) -> Strategy:
         return ResumingWide()
     if cfg.strategy == "single":
         return _ResumingSingle()
-    return STRATEGIES[cfg.strategy]()
+    return STRATEGIES.get(cfg.strategy)()
 
 
 @dataclass

@@ -19,12 +19,15 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from bjudge import JUDGES
 from core.config import ConfigError, dump_config, redact_urls
-from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError, is_scripted
 from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import WORLD_FAILURES, RunLayout, Task, check_name
 from environments.kinds import field_help, get_kind
+from gprm import GUIDES
+from themis import CRITICS
 
 from .aws_cli import app as aws_app
 from .bench import resuming_strategy, rollouts_per_task
@@ -50,7 +53,8 @@ from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
 from .run_log import official_output_to_log, run_log
-from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
+from .strategies import STRATEGIES
+from .strategy import RolloutOutcome, Strategy, TaskRun
 from .sweep_cli import sweep_command
 from .task_check_cli import app as tasks_app
 from .task_errors import summarize_task_errors
@@ -113,16 +117,16 @@ def run(
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
     settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
     network: Annotated[str | None, typer.Option("--network", help=field_help("network"))] = None,
-    strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout), retry (until the critic accepts), wide (N rollouts and a judge) or branch (one rollout to --branch-at, then --branches forks of its checkpoint and a judge; --env qemu).")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help=STRATEGIES.help("How the task is run: "))] = None,
     attempts: Annotated[int | None, typer.Option("--attempts", min=1, help="With --strategy retry: rollouts at most.")] = None,
-    critic: Annotated[str | None, typer.Option("--critic", help="With --strategy retry: themis, lastk or sequential.")] = None,
+    critic: Annotated[str | None, typer.Option("--critic", help=CRITICS.help("With --strategy retry: "))] = None,
     critic_model: Annotated[str | None, typer.Option("--critic-model", help="The critic's model as provider/model (default: the policy's).")] = None,
     rollouts: Annotated[int | None, typer.Option("--rollouts", min=1, help="Wide scaling: N rollouts in parallel and a judge.")] = None,
     mixture: Annotated[str | None, typer.Option("--mixture", help="Wide scaling: provider/model*count,... or a YAML file.")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="Wide scaling: bjudge, pairwise, independent, webjudge or none.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help=JUDGES.help("Wide scaling: ", extra=("none",)))] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Wide scaling: the judge's model as provider/model (default: the policy's).")] = None,
     narrator_model: Annotated[str | None, typer.Option("--narrator-model", help="Wide scaling: the model writing the facts (default: the judge's).")] = None,
-    guide: Annotated[str | None, typer.Option("--guide", help="Step guide: gprm (GUI-PRA), prm (standard PRM) or none.")] = None,
+    guide: Annotated[str | None, typer.Option("--guide", help=GUIDES.help("Step guide: ", extra=("none",)))] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", min=1, max=8, help="With --guide: candidate actions per step (K).")] = None,
     guide_model: Annotated[str | None, typer.Option("--guide-model", help="The guide's model as provider/model (default: the policy's).")] = None,
     branch_at: Annotated[int | None, typer.Option("--branch-at", min=1, help="With --strategy branch: steps of the shared prefix before the checkpoint (T).")] = None,
@@ -243,8 +247,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             shown = await settled_config(cfg, env)
             pool.release(env)
             await asyncio.to_thread(layout.write_config, dump_config(shown))
-            strategy = resuming_strategy(cfg) if resume else STRATEGIES[cfg.strategy]()
-            assert isinstance(strategy, SingleRollout | RetryUntilSuccess)
+            strategy = resuming_strategy(cfg) if resume else STRATEGIES.get(cfg.strategy)()
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[StepPrinter(console, tally=ErrorTally(), ledger=ledger)])
             with console.status(f"running {task.id} ...", spinner="dots"), official_output_to_log(), \
@@ -253,7 +256,8 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             if isinstance(strategy, RetryUntilSuccess):
                 for attempt in strategy.history[task.id]:
                     console.print(f"[bold]retry[/bold] {escape(attempt.describe())}")
-            return strategy.outcomes[task.id]
+            outcome: RolloutOutcome = strategy.outcomes[task.id]
+            return outcome
     finally:
         if isinstance(strategy, RetryUntilSuccess):
             await strategy.aclose()
@@ -263,7 +267,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
 def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> None:
     console.print(f"[bold]task[/bold] {escape(task.id)}: {escape(task.instruction)}")
     console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(cfg.environment.where())}")
-    if cfg.policy.model.startswith("scripted/"):
+    if is_scripted(cfg.policy.model):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label or 'scripted replies, not a model')}")
     console.print(f"[bold]run folder[/bold] {layout.path}")
 
@@ -285,6 +289,6 @@ def _report(console: Console, cfg: RunConfig, task: Task, outcome: RolloutOutcom
     total = ledger.total()
     console.print(f"[bold]model calls[/bold] {total.calls}, {total.input_tokens} in / {total.output_tokens} out "
                   f"tokens, ${total.dollars:.4f}")
-    if cfg.policy.model.startswith("scripted/"):
+    if is_scripted(cfg.policy.model):
         console.print("[bold yellow]SCRIPTED[/bold yellow] the policy was scripted; this run says nothing of a model")
     console.print(f"[bold]files[/bold] {layout.path} (result: {layout.task(task.id).path / 'result.json'})")

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from core.config import dump_config
-from core.llm import CallRecord, Ledger, MissingAPIKeyError
+from core.llm import CallRecord, Ledger, MissingAPIKeyError, is_scripted
 from core.llm.notices import watching_retries
 from core.trajectory import RunLayout, Task
 
@@ -132,7 +132,7 @@ def summarize(console: Console, cfg: RunConfig, task: Task, strategy: WideScalin
         console.print(f"  {module:<12} {t.calls:>4} calls {t.seconds:>8.1f} s "
                       f"{t.input_tokens + t.output_tokens:>9} tokens ${t.dollars:.4f}  "
                       f"{escape(', '.join(names.get(module, [])))}")
-    if cfg.label and "scripted" in cfg.label.lower():
+    if cfg.label and is_scripted(None, cfg.label):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label)}")
     console.print(f"[bold]files[/bold] {layout.path} (report: {layout.report_path})")
 

@@ -23,7 +23,7 @@ from netns import CLIENT_PORT, NetnsCluster, Node
 from runner_helpers import sandboxes_under, solver_or_quitter, threaded_servers
 
 from core.llm import Script
-from core.llm.fakeserver import OpenAIServer
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from core.llm import Reply, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from environments.local import DesktopConfig, LocalDesktop
 from environments.local.spawner import run_all
+from testing.llm import OpenAIServer
 
 _NEEDS = ("Xvfb", "openbox", "mousepad", "xterm", "dbus-daemon", "bwrap", "xdotool", "setpriv")
 

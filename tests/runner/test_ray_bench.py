@@ -19,8 +19,8 @@ import pytest
 from runner_helpers import sandboxes_under, solver_or_quitter, threaded_servers
 
 from core.llm import Script
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 

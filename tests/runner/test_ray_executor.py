@@ -22,7 +22,6 @@ from runner_helpers import sandboxes_under
 
 from contract_replies import structured
 from core.llm import Ledger, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Selection, TaskResult
 from runner.config import load_run_config
 from runner.demo_policy import DEMO_PLANS, PlannedReplies, action_reply
@@ -32,6 +31,7 @@ from runner.rollout import StepEvent, StepHook
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 

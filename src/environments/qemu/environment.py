@@ -9,9 +9,10 @@ controller, getters and metrics run against it as against OSWorld's Docker provi
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from core.protocols import Checkpoint, WorkerFacts
 from core.trajectory import Task
@@ -21,18 +22,41 @@ from environments.tasks.door import Endpoint
 from environments.tasks.handling import needs_client, score_with, set_up_with
 from environments.tasks.network import needs_network
 
+from .snapshot import Snapshot
 from .vm import QemuVM
 
-if TYPE_CHECKING:
-    from .provider import QemuProvider
+__all__ = ["QemuEnvironment", "VMHost"]
 
-__all__ = ["QemuEnvironment"]
+
+class VMHost(Protocol):
+    """What a VM's environment asks of the pool that lent it (`QemuProvider`): restores,
+    set-up snapshots and checkpoints. Typed here so the environment never imports the pool
+    that builds it."""
+
+    leaderboard_note: str | None
+
+    @property
+    def boot(self) -> Snapshot: ...
+
+    def internet_for(self, needs: bool | None) -> bool: ...
+
+    async def restore(self, env: Any, snapshot: Snapshot, *, internet: bool) -> None: ...
+
+    def task_snapshot(self, task_id: str, internet: bool) -> Snapshot | None: ...
+
+    def task_setup(self, task_id: str, internet: bool) -> AbstractAsyncContextManager[Snapshot | None]: ...
+
+    async def after_setup(self, env: Any, task_id: str, internet: bool) -> None: ...
+
+    async def checkpoint(self, env: Any, label: str) -> Checkpoint: ...
+
+    def checkpoint_snapshot(self, checkpoint: Checkpoint) -> Snapshot: ...
 
 
 class QemuEnvironment(OSWorldDesktop):
-    """One VM of a `QemuProvider`, lent as an environment."""
+    """One VM of a `QemuProvider` (its `VMHost`), lent as an environment."""
 
-    def __init__(self, vm: QemuVM, provider: QemuProvider, *, on_close: Callable[[], Awaitable[None]] | None = None,
+    def __init__(self, vm: QemuVM, provider: VMHost, *, on_close: Callable[[], Awaitable[None]] | None = None,
                  with_sandbox: bool = True, action_timeout: float = 30.0) -> None:
         client = OSWorldClient(vm.url)
         facts = osworld_image_facts("ubuntu")

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from environments.sandbox import BwrapSandbox
 from environments.server.atspi_worker import AtspiWorker
 from environments.server.capture import ScreenCapture
 from environments.server.config import ServerConfig, child_env
 from environments.server.executor import WarmExecutor
 from environments.server.processes import ProcessRegistry
+from environments.server.sandbox import BwrapSandbox
 
 __all__ = ["STATE", "ServerState"]
 
