@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Collection
+from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin
 
 from agent_s3.actions import ACTION_TYPES, ActionBase, action_fields, action_name
@@ -54,5 +55,11 @@ def describe_action(cls: type[ActionBase]) -> str:
 
 def action_reference(allowed: Collection[str] | None = None) -> str:
     """The `class Agent` block listing every allowed action, in grammar order."""
+    return _reference(None if allowed is None else frozenset(allowed))
+
+
+@cache
+def _reference(allowed: frozenset[str] | None) -> str:
+    """Built once per set of actions (every step's system prompt holds it)."""
     chosen = [c for c in ACTION_TYPES if allowed is None or action_name(c) in allowed]
     return "class Agent:\n" + "\n\n".join(describe_action(c) for c in chosen)

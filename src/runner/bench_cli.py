@@ -8,7 +8,6 @@ made with other settings is refused in one line. See `runner.resume`.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +19,7 @@ from core.config import ConfigError, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, TaskResult, check_name
-from environments.kinds import field_help
+from environments.kinds import field_help, get_kind
 from environments.tasks import SUITE_DIR, TaskError
 
 from .bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
@@ -48,6 +47,7 @@ from .pricing import check_prices, unpriced_line
 from .report import write_report
 from .resume import ResumeMismatch, identity_of, read_manifest
 from .retry import check_critic
+from .running import run_async
 from .wide_cli import check_wide, missing_key_line, prepare_wide
 
 __all__ = ["app"]
@@ -101,7 +101,8 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         check_executor(cfg)
         cfg.environment.check()
         unpriced = check_prices(cfg)
-        bench: BenchTasks = load_bench_tasks(list_file, examples, domain=domain, limit=limit)
+        bench: BenchTasks = load_bench_tasks(list_file, examples, domain=domain, limit=limit,
+                                             check_gaps=not get_kind(cfg.environment.kind).own_scoring)
         if cfg.policy.model == DEMO_MODEL:
             _demo_only(bench)
             cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
@@ -111,7 +112,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
     if not bench.tasks:
         raise _fail(f"no runnable task in {list_file}" + (f" for domain {domain!r}" if domain else "")
                     + ": check --domain, or the skipped tasks' gaps with `python -m environments.tasks`")
-    layout = RunLayout(cfg.out_dir, str(cfg.run_id))
+    layout = RunLayout(cfg.out_dir, str(cfg.run_id), durable=cfg.durable)
     identity = identity_of(cfg.model_dump(mode="json"), tasks=str(list_file.resolve()),
                            examples=str(examples.resolve()) if examples else None, domain=domain, limit=limit)
     ledger = Ledger(layout.ledger_path)
@@ -140,7 +141,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
                           f"pass@{result.n} {result.pass_at_n}")
 
     try:
-        done = asyncio.run(run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
+        done = run_async(cfg, run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
                                      concurrency=parallel, on_task=landed))
     except ResumeMismatch as e:
         raise _fail(str(e)) from None

@@ -46,6 +46,7 @@ from .progress import StepPrinter
 from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
+from .running import run_async
 from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
 from .sweep_cli import sweep_command
 from .tasks import check_task_platform, resolve_task
@@ -152,7 +153,7 @@ def run(
         check_models(cfg)
         cfg = prepare_wide(cfg)
         unpriced = check_prices(cfg)
-        layout = RunLayout(cfg.out_dir, rid)
+        layout = RunLayout(cfg.out_dir, rid, durable=cfg.durable)
         use = check_run_folder(layout, the_task.id, cfg.strategy, resume=resume, overwrite=overwrite)
         resumed = use == "resume"
     except (ConfigError, EnvError, KeyError, ValueError) as e:
@@ -182,7 +183,7 @@ def run(
         console.print(f"[bold]resumed[/bold] keeping the rollouts run {escape(rid)} finished; running the rest")
     if cfg.strategy == "wide":
         try:
-            wide = asyncio.run(run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
+            wide = run_async(cfg, run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
         except KeyboardInterrupt:
             console.print(f"[yellow]interrupted[/yellow]; the desktops were stopped. Files so far: {layout.path}")
             raise typer.Exit(code=130) from None
@@ -194,7 +195,7 @@ def run(
         _exit_on_module_errors(console, cfg, layout)
         return
     try:
-        outcome = asyncio.run(_run(cfg, the_task, layout, models, ledger, console, resume=resumed))
+        outcome = run_async(cfg, _run(cfg, the_task, layout, models, ledger, console, resume=resumed))
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]; the desktop was stopped. Files so far: {layout.path}")
         raise typer.Exit(code=130) from None

@@ -25,6 +25,7 @@ __all__ = [
     "EnvironmentSection",
     "ExecutorConfig",
     "GuideConfig",
+    "LimitsConfig",
     "ModelConfig",
     "RolloutConfig",
     "RunConfig",
@@ -102,6 +103,16 @@ class RolloutConfig(_Section):
     task's setup to the end of its scoring) on environments that can; `report.html` links it."""
 
 
+class LimitsConfig(_Section):
+    """How the run shares its providers' rate limits (see `core.llm.limits`)."""
+
+    pacing: bool = True
+    """Pace every call of the run through one budget per provider endpoint and model,
+    learned from the rate-limit headers, judging first: calls wait before the provider
+    would refuse them. false sends each call at once and retries a refused one as the
+    provider asks (each call on its own)."""
+
+
 class CriticConfig(_Section):
     """The outcome critic of the ``retry`` strategy (see `themis`)."""
 
@@ -158,6 +169,11 @@ class RunConfig(_Section):
     """Where the rollouts run: ``kind`` names an environment kind (``agent-s3 run --help``
     lists them) and the other keys are that kind's settings."""
     rollout: RolloutConfig = RolloutConfig()
+    limits: LimitsConfig = LimitsConfig()
+    """Rate limits as one budget shared by every call of the run."""
+    sim_models: Path | None = None
+    """A YAML file merged over core/llm/sim/models.yaml: the figures of simulated models
+    (``sim/openai/...``): latencies, tokens, the account's rate limits, their behaviour."""
     executor: ExecutorConfig = ExecutorConfig()
     """In-process asyncio (the default) or a Ray cluster."""
     strategy: Literal["single", "retry", "wide"] = "single"
@@ -178,6 +194,10 @@ class RunConfig(_Section):
     """Name of the run folder; None makes one from the time."""
     label: str | None = None
     """A note carried into the run's files, e.g. that the policy is scripted."""
+    durable: bool = True
+    """fsync every file of the run folder as it is written (false: a killed process still
+    leaves each file whole or absent, a power cut may not; a simulated run at scale writes
+    hundreds of thousands of files and need not wait on the disk for each)."""
     seed: int | None = None
     """Seed of the policy's decoding, when the provider honours one."""
     max_module_error_share: float = Field(default=0.0, ge=0, le=1)

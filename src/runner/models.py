@@ -15,6 +15,7 @@ from agent_s3 import Worker, WorkerConfig, platform_worker
 from core.llm import ChatModel, Ledger, PriceTable, RetryPolicy
 from core.protocols import Environment, Platform, WorkerFacts
 
+from . import sim_replies  # noqa: F401  (registers what simulated models say)
 from .config import ModelConfig, RunConfig
 
 __all__ = ["ModelSet", "build_models", "make_worker", "settled_config", "spent_by", "worker_config"]
@@ -122,5 +123,4 @@ def make_worker(cfg: RunConfig, models: ModelSet, env: Environment) -> Worker:
 
 def spent_by(ledger: Ledger, **tags: Any) -> float:
     """Dollars of the ledger's calls whose tags include all of `tags`."""
-    want = {k: str(v) for k, v in tags.items()}
-    return sum(r.dollars for r in ledger.records if all(r.tags.get(k) == v for k, v in want.items()))
+    return ledger.dollars(**tags)

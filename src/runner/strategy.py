@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from core import clock
 from core.atomic import is_disk_full
 from core.llm import Ledger
 from core.protocols import EnvError, Environment, EnvironmentLost
@@ -85,7 +85,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
     rd = layout.rollout(task.id, k)
     cache = run.task_dir.path / "evaluation" / f"rollout-{k}"
     info = RolloutInfo(run_id=layout.run_id, task_id=task.id, rollout=k, model=tagged.policy.name,
-                       seed=seed, environment=env.name, started_at=time.time())
+                       seed=seed, environment=env.name, started_at=clock.now())
     try:
         await env.prepare_task(task, cache)
     except EnvError as e:

@@ -11,6 +11,7 @@ import asyncio
 import importlib
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import ClassVar
 from urllib.parse import unquote, urlsplit
@@ -33,6 +34,7 @@ __all__ = [
     "ModelAPI",
     "current_module",
     "provider_class",
+    "rate_limit_headers",
     "resolve_api_key",
     "split_name",
 ]
@@ -50,6 +52,7 @@ PROVIDERS: dict[str, str] = {
     "openrouter": "core.llm.providers.openai_compatible:OpenRouterAPI",
     "scripted": "core.llm.scripted:ScriptedAPI",
     "replay": "core.llm.replay:ReplayAPI",
+    "sim": "core.llm.sim.provider:SimAPI",
 }
 
 
@@ -104,6 +107,17 @@ class ModelAPI(ABC):
         """Calls with equal keys share one concurrency limit."""
         return f"{self.provider}:{self.base_url or ''}"
 
+    def rate_key(self) -> str:
+        """Calls with equal keys share one rate budget (`core.llm.limits`): a provider limits
+        an account per model."""
+        return f"{self.concurrency_key()}|{self.model}"
+
+    def rate_headers(self, error: BaseException) -> Mapping[str, str] | None:
+        """The rate-limit headers of a failed attempt's response, where it had one (the
+        SDKs' status errors carry their response)."""
+        headers = getattr(getattr(error, "response", None), "headers", None)
+        return headers if headers is not None and hasattr(headers, "items") else None
+
     def secrets(self) -> list[str]:
         """Strings that must never reach a log, record or error message: the key, and any
         credentials written into the base URL (``https://user:password@host``)."""
@@ -118,6 +132,17 @@ class ModelAPI(ABC):
     async def aclose(self) -> None:
         """Release connections; the default holds none."""
         return None
+
+
+_RATE_HEADERS = ("x-ratelimit-", "anthropic-ratelimit-", "retry-after")
+
+
+def rate_limit_headers(headers: object) -> dict[str, str]:
+    """The rate-limit headers of a response (what the run's rate budget learns from)."""
+    items = getattr(headers, "items", None)
+    if items is None:
+        return {}
+    return {str(k).lower(): str(v) for k, v in items() if str(k).lower().startswith(_RATE_HEADERS)}
 
 
 def split_name(name: str) -> tuple[str, str]:

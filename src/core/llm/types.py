@@ -142,3 +142,6 @@ class ModelOutput(BaseModel):
     model: str
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
+    #: The response's rate-limit headers (``x-ratelimit-*``, ``anthropic-ratelimit-*``,
+    #: ``retry-after``), which the run's shared rate budget learns from (`core.llm.limits`).
+    rate_headers: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)

@@ -23,7 +23,7 @@ from ..profiles import (
     problems,
     sampling_params,
 )
-from ..provider import ModelAPI, resolve_api_key
+from ..provider import ModelAPI, rate_limit_headers, resolve_api_key
 from ..retry import RetryDecision, decide_status, parse_retry_after
 from ..types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Usage
 
@@ -101,10 +101,11 @@ class AnthropicAPI(ModelAPI):
 
     async def generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
         try:
-            response = await self.client.messages.create(**self.request(messages, config))
+            raw = await self.client.messages.with_raw_response.create(**self.request(messages, config))
+            response = await raw.parse()
         except json.JSONDecodeError as exc:
             raise MalformedReplyError(f"the reply body is not valid JSON ({exc})") from exc
-        return self.parse(response)
+        return self.parse(response).model_copy(update={"rate_headers": rate_limit_headers(raw.headers)})
 
     def parse(self, response: Any) -> ModelOutput:
         """Validate the reply ourselves: the SDK accepts even `{}`."""

@@ -1,0 +1,43 @@
+"""How a run's coroutine is driven: on the clock its environment kind keeps (a simulated
+fleet's virtual or scaled clock, else the wall clock; `core.clock`), with the run's rate
+limits shared as it says (`core.llm.limits`) and its simulated models' figures in place."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from core import clock
+from core.llm import limits
+from core.llm.sim import configure as configure_sim_models
+from core.trajectory import RunLayout
+from environments.kinds import get_kind, settings_from
+
+from .config import RunConfig
+
+__all__ = ["run_async", "run_clock"]
+
+T = TypeVar("T")
+
+
+def run_async(cfg: RunConfig, main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` for a run of `cfg`."""
+    spec = get_kind(cfg.environment.kind).clock_for(cfg.environment)
+    configure_sim_models(cfg.sim_models)
+
+    async def configured() -> T:
+        limits.configure(pacing=cfg.limits.pacing)
+        return await main
+
+    return clock.run(configured(), spec)
+
+
+def run_clock(layout: RunLayout) -> clock.ClockSpec | None:
+    """The clock a finished run kept (from its config.json), for commands that continue it
+    offline (re-judging a simulated run's rollouts takes simulated time too)."""
+    written = layout.read_config() or {}
+    try:
+        settings = settings_from(written.get("environment") or {})
+    except (ValueError, KeyError):
+        return None
+    return get_kind(settings.kind).clock_for(settings)
