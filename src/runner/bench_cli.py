@@ -47,7 +47,7 @@ from .pricing import check_prices, unpriced_line
 from .report import write_report
 from .resume import ResumeMismatch, identity_of, read_manifest
 from .retry import check_critic
-from .running import run_async
+from .running import run_async, with_simulation_label
 from .wide_cli import check_wide, missing_key_line, prepare_wide
 
 __all__ = ["app"]
@@ -106,7 +106,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         if cfg.policy.model == DEMO_MODEL:
             _demo_only(bench)
             cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
-        cfg = prepare_wide(cfg)
+        cfg = with_simulation_label(prepare_wide(cfg))
     except (ConfigError, EnvError, TaskError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
     if not bench.tasks:
@@ -128,6 +128,8 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         console.print(f"  [dim]skipped {escape(task_id)}: {escape(', '.join(gaps))}[/dim]")
     if unpriced:
         console.print(f"[bold yellow]warning[/bold yellow] {escape(unpriced_line(unpriced))}")
+    if cfg.label and "SIMULATED" in cfg.label:
+        console.print(f"[bold yellow]SIMULATED[/bold yellow] {escape(cfg.label)}")
     if read_manifest(layout) is not None:  # resuming by run id is a benchmark's documented rule
         console.print(f"[bold]resuming[/bold] run {escape(layout.run_id)}: its finished rollouts are kept, the "
                       "rest run (pass another --run-id for a new run)")
@@ -166,6 +168,9 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         console.print(f"[bold]exported[/bold] {len(exported.written)} tasks to {exported.folder}")
     if cfg.policy.model.startswith("scripted/") or (cfg.label and "scripted" in cfg.label.lower()):
         console.print("[bold yellow]SCRIPTED[/bold yellow] replies came from a script, not a model")
+    if cfg.label and "SIMULATED" in cfg.label:
+        console.print("[bold yellow]SIMULATED[/bold yellow] no desktop ran and no model was called: every figure "
+                      "above is simulated (seconds are simulated seconds)")
     module_status = summarize_errors(console, layout, cfg.max_module_error_share)
     console.print(f"[bold]files[/bold] {layout.path} (summary.json, report.html)")
     if done.errors:

@@ -46,7 +46,7 @@ from .progress import StepPrinter
 from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
-from .running import run_async
+from .running import run_async, with_simulation_label
 from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
 from .sweep_cli import sweep_command
 from .tasks import check_task_platform, resolve_task
@@ -151,7 +151,7 @@ def run(
         check_guide(cfg)
         check_executor(cfg)
         check_models(cfg)
-        cfg = prepare_wide(cfg)
+        cfg = with_simulation_label(prepare_wide(cfg))
         unpriced = check_prices(cfg)
         layout = RunLayout(cfg.out_dir, rid, durable=cfg.durable)
         use = check_run_folder(layout, the_task.id, cfg.strategy, resume=resume, overwrite=overwrite)
@@ -244,6 +244,8 @@ def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> 
     console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(cfg.environment.where())}")
     if cfg.policy.model.startswith("scripted/"):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label or 'scripted replies, not a model')}")
+    if cfg.label and "SIMULATED" in cfg.label:
+        console.print(f"[bold yellow]SIMULATED[/bold yellow] {escape(cfg.label)}")
     console.print(f"[bold]run folder[/bold] {layout.path}")
 
 

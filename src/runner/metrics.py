@@ -3,7 +3,13 @@
 Scores come from each task's ``result.json`` (an unevaluated rollout counts 0); a rollout
 *succeeds* when its score is 1. Per group of tasks:
 
-- ``selected``: mean score of the rollout the strategy picked (no pick: 0; one rollout: it);
+- ``selected``: mean score of the rollout the strategy picked (no pick: 0; one rollout: it):
+  *blind selection*, the figure a deployment gets (the judge judged every task);
+- ``min_gain``: *minimum + gain*, oracle-filtered, as Agent-S's released selection scripts
+  report it: a task whose rollouts all score alike counts that score without a judge (the
+  evaluator's scores decide which tasks are judged), the others the pick's score. It equals
+  ``selected`` except where the judge gave no pick on a task whose rollouts agree, and it
+  needs the evaluator, so it is not a selector anyone can deploy;
 - ``mean_rollout``: mean over tasks of the mean score of their rollouts;
 - ``pass_at_n``: mean over tasks of the best rollout's score (an oracle selector);
 - judge accuracy on the *judge subset*, the tasks with at least one success and one
@@ -31,6 +37,7 @@ from .comparability import label_fields
 __all__ = [
     "AGENT_MODULES",
     "MODULES",
+    "SCORES_LEGEND",
     "SUMMARY_FILE",
     "BenchMetrics",
     "GroupMetrics",
@@ -39,6 +46,7 @@ __all__ = [
     "domain_of",
     "format_metrics",
     "group_metrics",
+    "minimum_plus_gain",
     "read_metrics",
     "selected_score",
     "write_metrics",
@@ -51,6 +59,12 @@ AGENT_MODULES = ("policy", "grounding", "code_agent", "reflection")
 MODULES = (*AGENT_MODULES, "narrative", "judge", "prm", "critic")
 
 
+#: What each rate of the table means (they are published under one name, "success rate").
+SCORES_LEGEND = ("selected: blind selection, the judge's pick on every task; min+gain: minimum + gain, "
+                 "oracle-filtered (tasks whose rollouts agree count without a judge, as Agent-S's released "
+                 "scripts report); mean: the mean rollout; pass@{n}: the best rollout (an oracle)")
+
+
 def _success(score: float | None) -> bool:
     return score is not None and score >= 1.0 - 1e-9
 
@@ -61,6 +75,7 @@ class GroupMetrics:
 
     tasks: int = 0
     selected: float = 0.0
+    min_gain: float = 0.0
     mean_rollout: float = 0.0
     pass_at_n: float = 0.0
     judge_subset: int = 0
@@ -114,6 +129,15 @@ def selected_score(result: TaskResult) -> float:
     return 0.0
 
 
+def minimum_plus_gain(result: TaskResult) -> float:
+    """The task's score as Agent-S's released scripts count it: the common score when its
+    rollouts all score alike (no judge asked), else the pick's (oracle-filtered)."""
+    scores = [s or 0.0 for s in result.scores.values()] or [0.0]
+    if len(set(scores)) == 1:
+        return scores[0]
+    return selected_score(result)
+
+
 def group_metrics(results: list[TaskResult]) -> GroupMetrics:
     """Rates over `results` (see the module's docstring)."""
     g = GroupMetrics(tasks=len(results))
@@ -122,6 +146,7 @@ def group_metrics(results: list[TaskResult]) -> GroupMetrics:
     for r in results:
         scores = [s or 0.0 for s in r.scores.values()] or [0.0]
         g.selected += selected_score(r)
+        g.min_gain += minimum_plus_gain(r)
         g.mean_rollout += sum(scores) / len(scores)
         g.pass_at_n += max(scores)
         wins = [_success(s) for s in r.scores.values()]
@@ -129,6 +154,7 @@ def group_metrics(results: list[TaskResult]) -> GroupMetrics:
             g.judge_subset += 1
             g.judge_correct += _success(r.selected_score) if r.selected is not None else 0
     g.selected /= len(results)
+    g.min_gain /= len(results)
     g.mean_rollout /= len(results)
     g.pass_at_n /= len(results)
     return g
@@ -225,12 +251,14 @@ def _pct(x: float | None) -> str:
 
 def format_metrics(metrics: BenchMetrics) -> str:
     """The rates per domain and overall, then the cost per module, as plain-text tables."""
-    head = f"{'domain':<22}{'tasks':>6}{'selected %':>12}{'mean %':>9}{f'pass@{metrics.n} %':>12}{'judge acc %':>13}{'subset':>8}"
+    head = (f"{'domain':<22}{'tasks':>6}{'selected %':>12}{'min+gain %':>12}{'mean %':>9}{f'pass@{metrics.n} %':>12}"
+            f"{'judge acc %':>13}{'subset':>8}")
     lines = [head]
     rows = [*sorted(metrics.domains.items()), ("overall", metrics.overall)]
     for name, g in rows:
-        lines.append(f"{name:<22}{g.tasks:>6}{_pct(g.selected):>12}{_pct(g.mean_rollout):>9}"
+        lines.append(f"{name:<22}{g.tasks:>6}{_pct(g.selected):>12}{_pct(g.min_gain):>12}{_pct(g.mean_rollout):>9}"
                      f"{_pct(g.pass_at_n):>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}")
+    lines.append(SCORES_LEGEND.format(n=metrics.n))
     if metrics.modules:
         lines += ["", f"{'per task':<22}" + "".join(f"{m:>12}" for m in metrics.modules)]
         for label, key, fmt in (("calls", "calls", "{:.0f}"), ("dollars", "dollars", "{:.4f}"),

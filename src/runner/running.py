@@ -8,14 +8,16 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from core import clock
-from core.llm import limits
+from core.llm import UnknownProviderError, limits
+from core.llm.provider import provider_class, split_name
 from core.llm.sim import configure as configure_sim_models
 from core.trajectory import RunLayout
 from environments.kinds import get_kind, settings_from
 
 from .config import RunConfig
+from .pricing import run_model_names
 
-__all__ = ["run_async", "run_clock"]
+__all__ = ["run_async", "run_clock", "simulation_label", "with_simulation_label"]
 
 T = TypeVar("T")
 
@@ -41,3 +43,28 @@ def run_clock(layout: RunLayout) -> clock.ClockSpec | None:
     except (ValueError, KeyError):
         return None
     return get_kind(settings.kind).clock_for(settings)
+
+
+def simulation_label(cfg: RunConfig) -> str | None:
+    """What a run of `cfg` simulates, as its label says it (None: nothing is simulated):
+    environments whose kind keeps a simulated clock, and models whose provider says so."""
+    notes: list[str] = []
+    spec = get_kind(cfg.environment.kind).clock_for(cfg.environment)
+    if spec is not None:
+        notes.append(f"SIMULATED environments ({cfg.environment.where()}; {spec.describe()})")
+    for name in run_model_names(cfg):
+        try:
+            said = getattr(provider_class(split_name(name)[0]), "label", None)
+        except UnknownProviderError:
+            continue
+        if said and said not in notes:
+            notes.append(said)
+    return "; ".join(notes) or None
+
+
+def with_simulation_label(cfg: RunConfig) -> RunConfig:
+    """`cfg` with its label saying what it simulates (kept in config.json and every rollout.json)."""
+    said = simulation_label(cfg)
+    if said is None or (cfg.label and said in cfg.label):
+        return cfg
+    return cfg.model_copy(update={"label": f"{cfg.label}; {said}" if cfg.label else said})

@@ -85,7 +85,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
     rd = layout.rollout(task.id, k)
     cache = run.task_dir.path / "evaluation" / f"rollout-{k}"
     info = RolloutInfo(run_id=layout.run_id, task_id=task.id, rollout=k, model=tagged.policy.name,
-                       seed=seed, environment=env.name, started_at=clock.now())
+                       seed=seed, environment=env.name, started_at=clock.now(), label=run.config.label)
     try:
         await env.prepare_task(task, cache)
     except EnvError as e:

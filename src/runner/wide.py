@@ -287,7 +287,8 @@ class WideScaling:
         header = rd.read_info()
         if header is None:
             rd.start(RolloutInfo(run_id=run.layout.run_id, task_id=run.task.id, rollout=slot.index,
-                                 model=slot.entry.model, seed=slot.seed, started_at=clock.now()))
+                                 model=slot.entry.model, seed=slot.seed, started_at=clock.now(),
+                                 label=run.config.label))
         if header is not None and header.finished:  # keep its steps; the header says what happened
             rd.write_info(header.model_copy(update={"status": status, "reason": reason}))
         else:

@@ -10,7 +10,7 @@ import pytest
 
 from core.llm import CallRecord, Ledger
 from core.trajectory import RolloutInfo, RunLayout, Task, TaskResult
-from runner.metrics import compute_metrics, format_metrics, write_metrics
+from runner.metrics import compute_metrics, format_metrics, group_metrics, write_metrics
 from runner.report import write_report
 
 #: task -> (domain, scores per rollout, selected)
@@ -82,8 +82,26 @@ def test_summary_json_and_table(layout: RunLayout) -> None:
     table = format_metrics(m)
     assert "pass@2 %" in table and "overall" in table
     overall = next(line for line in table.splitlines() if line.startswith("overall"))
-    assert overall.split()[1:] == ["4", "50.0", "50.0", "75.0", "50.0", "2"]
+    assert overall.split()[1:] == ["4", "50.0", "50.0", "50.0", "75.0", "50.0", "2"]
+    assert "min+gain: minimum + gain, oracle-filtered" in table
     html = write_report(layout).read_text()
     section = html[html.index("<h2>benchmark</h2>"):]
-    assert "<td>overall</td><td>4</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
+    assert "<td>overall</td><td>4</td><td>50.0%</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
+    assert "<th>minimum + gain (oracle-filtered)</th>" in section
     assert "<th>rollout</th><th>policy</th>" in section
+
+
+def test_minimum_plus_gain_counts_agreeing_tasks_without_the_judge() -> None:
+    """Blind selection scores a task the judge gave no pick 0; minimum + gain counts a task
+    whose rollouts agree at their common score whatever the judge did (the evaluator chose
+    not to ask it), and scores the others by the pick, like blind selection."""
+    results = [
+        TaskResult.from_scores("agree-no-pick", {0: 1.0, 1: 1.0, 2: 1.0}, selected=None),
+        TaskResult.from_scores("agree-fail", {0: 0.0, 1: 0.0}, selected=None),
+        TaskResult.from_scores("disagree-right", {0: 0.0, 1: 1.0}, selected=1),
+        TaskResult.from_scores("disagree-no-pick", {0: 0.0, 1: 1.0}, selected=None),
+    ]
+    g = group_metrics(results)
+    assert g.selected == pytest.approx(1 / 4)
+    assert g.min_gain == pytest.approx(2 / 4)
+    assert (g.mean_rollout, g.pass_at_n) == pytest.approx(((1 + 0 + 0.5 + 0.5) / 4, 3 / 4))

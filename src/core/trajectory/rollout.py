@@ -75,6 +75,9 @@ class RolloutInfo(Record):
     """Steps in ``traj.jsonl`` when the header was last written."""
     score: float | None = None
     """The task evaluator's score of the final state, when evaluated."""
+    label: str | None = None
+    """What made the rollout when it was not a real agent on a real environment: the run's
+    label (SIMULATED ..., or a scripted policy's note)."""
 
     @property
     def finished(self) -> bool:
