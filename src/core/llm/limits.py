@@ -9,7 +9,9 @@ Instead every call of one (endpoint, model) on an event loop draws from one `Rat
 
 - it **learns** the limits from the rate-limit headers of every answer (OpenAI's
   ``x-ratelimit-limit/remaining-*``, Anthropic's ``anthropic-ratelimit-*``) and of every
-  refusal; until the first answer arrives nothing is paced;
+  refusal. The first call of a budget goes alone and the others wait for its answer, so
+  a run that starts hundreds of calls at once does not send them blind; a provider whose
+  answers carry no such headers (a self-hosted server) is not paced at all;
 - it **paces**: it keeps the account's buckets itself (a minute's worth, refilled
   continuously), charges each call its expected tokens before sending it (learned per
   module from the usage of earlier answers), corrects by the tokens actually used, and
@@ -170,6 +172,10 @@ class RateBudget:
         self._queue: list[_Waiter] = []
         self._seq = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
+        #: Set once the first call has been answered or refused (the limits are then known,
+        #: or known to be unsaid); until then that call is the only one out.
+        self._probe: asyncio.Future[None] | None = None
+        self.learned = False
 
     # -- estimates -------------------------------------------------------------------------
 
@@ -197,6 +203,14 @@ class RateBudget:
         self.stats.calls += 1
         cost = self._cost(module, messages, config)
         ticket = Ticket(module, cost)
+        started = clock.monotonic()
+        while self.pacing and not self.learned:
+            if self._probe is None:  # this call finds the limits out; the others wait for it
+                self._probe = asyncio.get_running_loop().create_future()
+                ticket.held = clock.monotonic() - started
+                return ticket
+            await asyncio.shield(self._probe)
+        ticket.held = clock.monotonic() - started
         if not self.pacing or not self.axes:
             self._charge(cost)
             return ticket
@@ -212,7 +226,7 @@ class RateBudget:
         finally:
             if not waiter.future.done():
                 waiter.future.cancel()
-        ticket.held = clock.monotonic() - started
+        ticket.held += clock.monotonic() - started
         self.stats.paced += 1
         self.stats.paced_seconds += ticket.held
         return ticket
@@ -257,8 +271,16 @@ class RateBudget:
         for axis, bucket in self.axes.items():
             bucket.level += ticket.cost.get(axis, 0.0) - actual.get(axis, 0.0)
         self._learn(_headers_of(headers))
+        self._learned()
         if self._queue:
             self._pump()
+
+    def _learned(self) -> None:
+        """The first answer (or refusal) is in: release the calls that waited for it."""
+        if not self.learned:
+            self.learned = True
+            if self._probe is not None and not self._probe.done():
+                self._probe.set_result(None)
 
     def failed(self, ticket: Ticket, headers: Mapping[str, str] | None, *, refused: bool) -> None:
         """An attempt failed; a refusal (429) empties the bucket it names until its reset."""
@@ -274,6 +296,11 @@ class RateBudget:
                 bucket = self.axes[axis]
                 bucket.refill(clock.monotonic())
                 bucket.level = min(bucket.level, 0.0)
+        if self.axes or refused:
+            self._learned()
+        elif self._probe is not None and not self._probe.done():  # failed without a word: another call probes
+            probe, self._probe = self._probe, None
+            probe.set_result(None)
         if self._queue:
             self._pump()
 

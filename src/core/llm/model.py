@@ -196,8 +196,8 @@ class ChatModel:
             async with _slot(self.api.concurrency_key(), self.max_connections):
                 async with asyncio.timeout(self.timeout):
                     output = await self.api.generate(list(messages), config)
-        except Exception as exc:
-            refused = self._classify(exc).kind == "rate_limit"
+        except BaseException as exc:  # cancelled too: the budget must hear of every attempt
+            refused = isinstance(exc, Exception) and self._classify(exc).kind == "rate_limit"
             budget.failed(ticket, self.api.rate_headers(exc), refused=refused)
             if refused and meter is not None:
                 meter.refusals += 1
