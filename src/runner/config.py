@@ -89,7 +89,18 @@ class RolloutConfig(_Section):
     max_steps: int = Field(default=50, ge=1)
     """Steps before the rollout ends as ``step_limit`` (a task's own budget wins)."""
     settle_seconds: float = Field(default=3.0, ge=0)
-    """Pause after each action before the next screenshot, so the screen has settled."""
+    """Pause after each action before the next screenshot, so the screen has settled
+    (with ``settle: auto``, the most it waits)."""
+    settle: Literal["fixed", "auto"] = "fixed"
+    """``fixed`` waits `settle_seconds` after every action (the paper's 3 s); ``auto``
+    watches the screen and goes on once it has held still for `settle_quiet` seconds,
+    never later than `settle_seconds` (see runner/settle.py and benchmarks/settle.py)."""
+    settle_quiet: float = Field(default=0.5, gt=0)
+    """With ``settle: auto``: seconds the screen must hold still."""
+    settle_poll: float = Field(default=0.1, gt=0)
+    """With ``settle: auto``: seconds between screenshots while waiting."""
+    settle_tolerance: int = Field(default=0, ge=0)
+    """With ``settle: auto``: pixels that may change while the screen counts as still."""
     settle_by_kind: dict[str, float] = Field(default_factory=dict)
     """Settle seconds per ``environment.kind``, used when `settle_seconds` is not set; a kind
     not named here uses its own default (a phone redraws faster than a desktop's

@@ -37,6 +37,7 @@ from .outcomes import (
     RolloutResult,
     StepLimit,
 )
+from .settle import settle
 
 __all__ = ["Rollout", "StepEvent", "StepHook"]
 
@@ -191,9 +192,9 @@ class Rollout:
             finally:
                 timings.execute = clock.monotonic() - t1
             t2 = clock.monotonic()
-            await asyncio.sleep(self.config.settle_seconds)
+            settled = await settle(self.env, self.config)
             timings.settle = clock.monotonic() - t2
-            after = await self.env.screenshot()
+            after = settled.screenshot if settled.screenshot is not None else await self.env.screenshot()
             shots["after"] = after
             return after
         except (EnvironmentLost, ModelCallError) as e:
