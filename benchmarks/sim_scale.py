@@ -118,6 +118,16 @@ def _drive(command: list[str], log: Path, run: Path, rollouts: int, *, kill_when
                   rss_growth_per_1000_rollouts_mib=growth)
 
 
+def _run_or_reuse(args: argparse.Namespace, out: Path, run_id: str, *extra: str) -> Driver:
+    """Run `run_id` (its driver's cost kept in ``<run>-driver.json``), or read both back with --reuse."""
+    saved = out / f"{run_id}-driver.json"
+    if args.reuse and saved.exists():
+        return Driver(**json.loads(saved.read_text()))
+    driver = _drive(_command(args, out, run_id, *extra), out / f"{run_id}.log", out / run_id, args.rollouts)
+    saved.write_text(json.dumps(asdict(driver)))
+    return driver
+
+
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:6.2f} h"
 
@@ -159,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="where the runs go (default: a temporary folder)")
     parser.add_argument("--skip-blind", action="store_true")
     parser.add_argument("--skip-resume", action="store_true")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read runs already in --out (and their <run>-driver.json) instead of running them")
     args = parser.parse_args(argv)
     if not args.tasks.exists():
         raise SystemExit(f"no task list at {args.tasks}: pass --tasks OSWorld/evaluation_examples/test_nogdrive.json")
@@ -166,12 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(f"SIMULATED fleet and models, virtual clock; runs in {out}", flush=True)
 
-    paced_driver = _drive(_command(args, out, "paced"), out / "paced.log", out / "paced", args.rollouts)
+    paced_driver = _run_or_reuse(args, out, "paced")
     paced = read_run(out / "paced", out / "paced-fleet.jsonl")
     blind_driver, blind = None, None
     if not args.skip_blind:
-        blind_driver = _drive(_command(args, out, "blind", "-c", "limits.pacing=false"), out / "blind.log",
-                              out / "blind", args.rollouts)
+        blind_driver = _run_or_reuse(args, out, "blind", "-c", "limits.pacing=false")
         blind = read_run(out / "blind", out / "blind-fleet.jsonl")
     resumed = None if args.skip_resume else _resume(args, out, paced.tasks)
     replay = paper_pipeline(paced, environments=args.fleet)
