@@ -9,9 +9,10 @@ Instead every call of one (endpoint, model) on an event loop draws from one `Rat
 
 - it **learns** the limits from the rate-limit headers of every answer (OpenAI's
   ``x-ratelimit-limit/remaining-*``, Anthropic's ``anthropic-ratelimit-*``) and of every
-  refusal. The first call of a budget goes alone and the others wait for its answer, so
-  a run that starts hundreds of calls at once does not send them blind; a provider whose
-  answers carry no such headers (a self-hosted server) is not paced at all;
+  refusal. On an endpoint that announces its limits (the providers' own APIs) the first
+  call of a budget goes alone and the others wait for its answer, so a run that starts
+  hundreds of calls at once does not send them blind; elsewhere calls go out unpaced until
+  an answer carries the headers, and a server whose answers never do is never paced;
 - it **paces**: it keeps the account's buckets itself (a minute's worth, refilled
   continuously), charges each call its expected tokens before sending it (learned per
   module from the usage of earlier answers), corrects by the tokens actually used, and
@@ -161,9 +162,12 @@ def _exhausted_reset(headers: Mapping[str, str]) -> tuple[str, float] | None:
 class RateBudget:
     """The rate limits of one (endpoint, model), shared by every call of the loop."""
 
-    def __init__(self, key: str, *, pacing: bool = True, reserve: float = 0.02) -> None:
+    def __init__(self, key: str, *, pacing: bool = True, reserve: float = 0.02, probe: bool = True) -> None:
         self.key = key
         self.pacing = pacing
+        #: Whether the first call goes alone until its answer says the limits (an endpoint
+        #: that announces them); otherwise calls go out unpaced until an answer does.
+        self.probe = probe
         #: Share of each bucket kept free, for the answers' tokens and other clients.
         self.reserve = reserve
         self.axes: dict[str, _Axis] = {}
@@ -204,7 +208,7 @@ class RateBudget:
         cost = self._cost(module, messages, config)
         ticket = Ticket(module, cost)
         started = clock.monotonic()
-        while self.pacing and not self.learned:
+        while self.pacing and self.probe and not self.learned:
             if self._probe is None:  # this call finds the limits out; the others wait for it
                 self._probe = asyncio.get_running_loop().create_future()
                 ticket.held = clock.monotonic() - started
@@ -332,13 +336,14 @@ def configure(*, pacing: bool) -> None:
         budget.pacing = pacing
 
 
-def budget_for(key: str) -> RateBudget:
-    """The budget of `key` (an endpoint and a model) on the running loop."""
+def budget_for(key: str, *, probe: bool = True) -> RateBudget:
+    """The budget of `key` (an endpoint and a model) on the running loop; `probe` says
+    whether its endpoint announces its limits (see `RateBudget.probe`)."""
     loop = asyncio.get_running_loop()
     registry = _BUDGETS.setdefault(loop, {})
     found = registry.get(key)
     if found is None:
-        found = registry[key] = RateBudget(key, pacing=_PACING.get(loop, True))
+        found = registry[key] = RateBudget(key, pacing=_PACING.get(loop, True), probe=probe)
     return found
 
 

@@ -184,7 +184,7 @@ class ChatModel:
 
     async def _once(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
         meter = _METER.get()
-        budget = limits.budget_for(self.api.rate_key())  # the run's shared rate budget
+        budget = limits.budget_for(self.api.rate_key(), probe=self.api.announces_rate_limits())  # shared by the run
         ticket = await budget.admit(current_module.get(), messages, config)
         if meter is not None:
             meter.paced += ticket.held

@@ -112,6 +112,11 @@ class ModelAPI(ABC):
         an account per model."""
         return f"{self.concurrency_key()}|{self.model}"
 
+    def announces_rate_limits(self) -> bool:
+        """Whether this endpoint's answers carry rate-limit headers worth waiting for before
+        a run's first calls go out (the providers' own APIs do; a server of your own may not)."""
+        return False
+
     def rate_headers(self, error: BaseException) -> Mapping[str, str] | None:
         """The rate-limit headers of a failed attempt's response, where it had one (the
         SDKs' status errors carry their response)."""

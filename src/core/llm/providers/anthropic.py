@@ -80,6 +80,9 @@ class AnthropicAPI(ModelAPI):
         super().__init__(model, base_url=url, api_key=key, timeout=timeout)
         self.client = anthropic.AsyncAnthropic(api_key=key, base_url=url, timeout=timeout, max_retries=0)
 
+    def announces_rate_limits(self) -> bool:
+        return self.base_url is None or "api.anthropic.com" in self.base_url
+
     def request(self, messages: list[ChatMessage], config: GenerateConfig) -> dict[str, Any]:
         """The keyword arguments of `messages.create` for this call."""
         profile = self.profile

@@ -78,6 +78,9 @@ class OpenAIAPI(ModelAPI):
             self.add_reasoning(params, config.reasoning_effort)
         return params
 
+    def announces_rate_limits(self) -> bool:
+        return self.provider == "openai" and (self.base_url is None or "api.openai.com" in self.base_url)
+
     def add_reasoning(self, params: dict[str, Any], effort: str) -> None:
         params["reasoning_effort"] = effort
 

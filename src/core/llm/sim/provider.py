@@ -137,6 +137,9 @@ class SimAPI(ModelAPI):
         error: Exception = self._wire.client._make_status_error_from_response(response)  # type: ignore[attr-defined]
         return error
 
+    def announces_rate_limits(self) -> bool:
+        return True  # every answer carries the account's headers, as the providers' APIs do
+
     def classify(self, error: BaseException) -> RetryDecision:
         return self._wire.classify(error)
 
