@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from aws import Fleet, FleetConfig, HttpProbe, InstanceRecord, reap
+from aws import Fleet, FleetConfig, HttpProbe, InstanceRecord, Reach, reap
 from environments.osworld import OSWorldClient
 from environments.osworld.aws import AWSProvider
 
@@ -85,10 +85,16 @@ async def _run(n: int, rounds: int, moto: str, server: str, token: str) -> None:
     ec2 = boto3.session.Session(region_name="us-east-1").client("ec2", endpoint_url=moto)
     vpc = ec2.create_vpc(CidrBlock="172.31.0.0/16")["Vpc"]["VpcId"]
     subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="172.31.0.0/20")["Subnet"]["SubnetId"]
-    cfg = FleetConfig(subnet_id=subnet, endpoint_url=moto, probe_interval=0.05, running_delay=1, max_instances=2 * n)
+    group = ec2.create_security_group(GroupName="bench-desktops", Description="bench", VpcId=vpc)["GroupId"]
+    # The loopback server stands in for each instance's; its other ports are not there, so only
+    # the server is required (the fleet's own port checks are timed by tests/aws/test_ports.py).
+    cfg = FleetConfig(subnet_id=subnet, security_group_id=group, endpoint_url=moto, probe_interval=0.05,
+                      running_delay=1, max_instances=2 * n, required_ports=["server"], vnc_port=None,
+                      iam_propagation_wait=0.0)
+    port = int(server.rsplit(":", 1)[1])
 
-    def resolve(instance: InstanceRecord) -> str:
-        return server
+    def resolve(instance: InstanceRecord) -> Reach:
+        return Reach("127.0.0.1", {"server": port}, direct=True)
 
     probe = HttpProbe(token)
     async with Fleet(cfg, run_id="bench-serial", probe=probe, resolve=resolve) as fleet:
@@ -146,6 +152,8 @@ def main() -> None:
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
     with tempfile.TemporaryDirectory() as folder, _stack(Path(folder)) as (moto, server, token):
+        os.environ["AWS_ENDPOINT_URL"] = moto  # the TTL schedules go to moto too
+        os.chdir(folder)  # no .env of this machine is read
         asyncio.run(_run(args.n, args.rounds, moto, server, token))
 
 

@@ -99,16 +99,18 @@ def _drive(command: list[str], log: Path, run: Path, rollouts: int, *, kill_when
     with log.open("a") as sink:
         proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
                                 env={**os.environ, "COLUMNS": "160"})
-        while proc.poll() is None:
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)  # reaps it with its resource usage
+            if pid:
+                break
             done = _results(run)
             rss = _rss_mib(proc.pid)
             if rss is not None and done:
                 samples.append((done, rss))
             if kill_when is not None and kill_when():
                 proc.send_signal(signal.SIGKILL)
-                break
             time.sleep(2.0)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
     growth = None
     if len(samples) >= 2 and samples[-1][0] > samples[0][0]:
         (d0, r0), (d1, r1) = samples[0], max(samples, key=lambda s: s[1])

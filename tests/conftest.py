@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from core.llm import Script
+from core.llm.profiles import TODAY_ENV
 from core.llm.retry import BACKOFF_SCALE_ENV
 
 
@@ -79,6 +80,16 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureReque
 def _zero_model_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries still happen and Retry-After is still honoured, but without exponential waits."""
     monkeypatch.setenv(BACKOFF_SCALE_ENV, "0")
+
+
+#: The date the suite measures model shutdowns against (the SDKs' lists and the rules table
+#: name dates; a model that shuts down later in the real calendar must not break the suite).
+SUITE_TODAY = "2026-11-26"
+
+
+@pytest.fixture(autouse=True)
+def _pinned_model_calendar(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TODAY_ENV, SUITE_TODAY)
 
 
 @pytest.fixture(autouse=True)

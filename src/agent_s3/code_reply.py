@@ -1,11 +1,13 @@
 """Reading the coding agent's and its summarizer's replies.
 
 Replies are untrusted text: nothing here runs them. Each rejection costs the coding agent
-one of its steps, so realistic replies must parse: reasoning around the block, a DONE
-followed by verification notes ("DONE - verified the file has 12 rows"), the prompt's own
-``DONE   (the task is complete ...)``, several blocks of one language (run as one script),
-output samples in ``text`` blocks. Refused, with feedback: blocks of different languages,
-an unknown language, an empty block, both DONE and FAIL, no block and no DONE/FAIL.
+one of its steps, so realistic replies must parse: reasoning around the block (``<think>``
+drafts removed first), a DONE followed by verification notes ("DONE - verified the file has
+12 rows"), the prompt's own ``DONE   (the task is complete ...)``, output samples in
+``text`` blocks, the same block restated. Refused, with one line of feedback: two different
+code blocks (a quoted failing block and its fix would otherwise run together), an unknown
+language, an empty block, both DONE and FAIL, a "done" that is prose ("Done inspecting the
+file; now I'll modify it"), a DONE that announces more work, no block and no DONE/FAIL.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import re
 
 from core.protocols import Platform, SandboxLanguage
+from core.replies import strip_reasoning
 
 __all__ = ["LANGUAGES", "PROMPT_LANGUAGES", "CodeReply", "parse_code_reply", "parse_summary", "thoughts_of"]
 
@@ -32,6 +35,13 @@ _NOT_CODE = {"text", "txt", "output", "console", "plaintext", "log", "csv", "jso
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 _DECORATION = "*_`#>:.!- \t"
 _CONTROL_WORD = re.compile(r"(DONE|FAIL)(?![A-Za-z0-9_])", re.IGNORECASE)
+#: After a lower- or title-case "done"/"fail" opening the answer: only the end of the line
+#: or a mark ("done.", "Done - verified"), never a word ("Done inspecting the file").
+_CONTROL_END = re.compile(r"\s*(?:$|[.!:;,)\]–—-])")
+#: Words that announce further work; a DONE beside them is no final answer.
+_MORE_WORK = re.compile(r"\b(?:now\s+i(?:'ll|\s+will)|next,?\s+i(?:'ll|\s+will)|i\s+will\s+now|i'll\s+now|"
+                        r"let\s+me\s+now|then\s+i(?:'ll|\s+will)|the\s+next\s+step\s+is|still\s+(?:need|have)\s+to)\b",
+                        re.IGNORECASE)
 
 CodeReply = tuple[str, SandboxLanguage | None, str | None, str | None]
 
@@ -46,17 +56,18 @@ def _tag(text: str, name: str) -> str | None:
 
 
 def _without_thoughts(text: str) -> str:
-    return re.sub(r"<(thoughts|think|thinking)>.*?</\1>", " ", text, flags=re.DOTALL | re.IGNORECASE)
+    return strip_reasoning(text)
 
 
 def _control(body: str) -> str | None:
-    """DONE or FAIL when the answer says so: as the first word of the answer (any case,
-    notes may follow), or as a line of its own in capitals. None when neither; ValueError
-    when it says both."""
+    """DONE or FAIL when the answer says so: as the first word of the answer (capitals with
+    any notes after it; another case only with nothing or a mark after it), or as a line of
+    its own in capitals. None when neither; ValueError when it says both, or says DONE and
+    announces more work."""
     words: set[str] = set()
     first = body.strip().lstrip(_DECORATION)
     m = _CONTROL_WORD.match(first)
-    if m:
+    if m and (m.group(1).isupper() or _CONTROL_END.match(first, m.end())):
         words.add(m.group(1).upper())
     for line in body.splitlines():
         line = line.strip().lstrip(_DECORATION)
@@ -65,6 +76,9 @@ def _control(body: str) -> str | None:
             words.add(m.group(1))
     if len(words) > 1:
         raise ValueError("the answer says both DONE and FAIL; answer with exactly one of them")
+    if words and (more := _MORE_WORK.search(body)):
+        raise ValueError(f"the answer says {next(iter(words))} but also announces more work ({more.group(0)!r}); "
+                         "answer DONE only when the task is complete, else give the next code block")
     return words.pop() if words else None
 
 
@@ -77,7 +91,8 @@ def parse_code_reply(text: str, platform: Platform) -> CodeReply:
     """(thoughts, language, code, control) or ValueError with feedback for the model.
 
     Code wins over a DONE in the same reply: the code has not run yet, so its result is
-    still to be checked."""
+    still to be checked. Reasoning drafts are removed first, so a block or a DONE inside
+    one is never read."""
     thoughts = thoughts_of(text)
     rest = _without_thoughts(text)
     answer = _tag(rest, "answer")
@@ -96,10 +111,13 @@ def parse_code_reply(text: str, platform: Platform) -> CodeReply:
         kinds = sorted({lang for lang, _ in runnable})
         if len(kinds) > 1:
             raise ValueError(f"found code blocks in {' and '.join(kinds)}; answer with one language per step")
-        code = "\n\n".join(c for _, c in runnable if c.strip())
-        if not code.strip():
+        blocks = list(dict.fromkeys(c for _, c in runnable if c.strip()))
+        if len(blocks) > 1:
+            raise ValueError(f"the answer holds {len(blocks)} different code blocks (a quoted block besides the one to "
+                             "run?); put exactly the code to run in one block")
+        if not blocks:
             raise ValueError("the code block is empty")
-        return thoughts, runnable[0][0], code, None
+        return thoughts, runnable[0][0], blocks[0], None
     control = _control(body)
     if control is not None:
         return thoughts, None, None, control

@@ -41,8 +41,11 @@ class GroundingConfig(BaseModel):
     style: Literal["policy", "uitars"] = "policy"
     """"policy": ask a general model (often the policy's own) for a point with an instruction;
     "uitars": the screenshot then a bare query, as UI-TARS-style grounding models expect."""
-    space: Literal["pixels", "norm1000", "norm100", "custom"] = "pixels"
-    """Units of the answer: screenshot pixels, 0-1000 or 0-100 per axis, or `width`x`height`."""
+    space: Literal["profile", "pixels", "norm1000", "norm100", "yx1000", "custom"] = "profile"
+    """Units of the answer: as the grounding model's profile says (`core.llm.vision`), pixels
+    of the screenshot as sent, 0-1000 or 0-100 per axis, Gemini's y-first 0-1000, or
+    `width`x`height`. Whatever the units, the screenshot is sent at the largest size the model
+    sees unshrunk (its profile's vision rules) and the prompt states that size."""
     width: int | None = Field(default=None, gt=0)
     """The grounding model's output width when `space` is "custom" (e.g. 1920 for UI-TARS-1.5-7B)."""
     height: int | None = Field(default=None, gt=0)

@@ -1,10 +1,15 @@
 """Grounding: element descriptions become screen points, text spans become drag endpoints.
 
 A point comes from a chat model (module `grounding`): either a general model asked for a
-point, or a UI-TARS-style grounding model behind any OpenAI-compatible endpoint. Its
-answer must name one unambiguous point in the space it was asked in (`point_reply`),
-else the policy is told why; the point is converted to screen pixels. Text spans are found by OCR.
-Results are cached per screenshot, so K candidates naming the same element cost one call.
+point, or a UI-TARS-style grounding model behind any OpenAI-compatible endpoint. The
+screenshot goes to it at the largest size it sees without the provider shrinking it (its
+profile's vision rules: Anthropic's 1568-px long edge and ~1.15 MP, OpenAI's 2048/768 tiles,
+a Qwen-style server's multiples of 28), the prompt states that size, and the answer is read
+in the units and order the model's profile (or `GroundingConfig.space`) names: pixels of
+the image it saw, thousandths, or Gemini's y-first thousandths. It must name one
+unambiguous point (`point_reply`), else the policy is told why; the point is mapped back to
+screen pixels. Text spans are found by OCR. Results are cached per screenshot, so K
+candidates naming the same element cost one call.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from agent_s3.calls import ModelCall, call_model
 from agent_s3.config import GroundingConfig
 from agent_s3.facts import platform_name
 from agent_s3.ocr import OcrError, OcrReader
-from agent_s3.point_reply import PointReplyError, read_point
+from agent_s3.point_reply import PointOrder, PointReplyError, read_point
 from agent_s3.points import Point, scale
 from agent_s3.prompts import render
+from core.images import decode_png, encode_png, resize
 from core.llm import ChatMessage, ChatModel, ImagePart, TextPart
+from core.llm.vision import VisionRules
 from core.protocols import Platform
 
 __all__ = ["Grounder", "Grounding", "GroundingError"]
@@ -46,6 +53,19 @@ def _png_size(png: bytes) -> tuple[int, int]:
         return img.size
 
 
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """The screenshot as the grounding model gets it, and the space its answer is read in."""
+
+    png: bytes
+    #: (width, height) of `png`: what the prompt states.
+    size: tuple[int, int]
+    #: (width, height) of the answer's units, x first.
+    space: tuple[float, float]
+    order: PointOrder
+    mode: str
+
+
 class Grounder:
     """Locates the elements and text spans an action refers to on one screenshot."""
 
@@ -63,21 +83,32 @@ class Grounder:
         self.ocr = ocr or OcrReader(psm=self.config.tesseract_psm)
         self._cache: dict[tuple[str, str], asyncio.Future[tuple[Point, ModelCall]]] = {}
         self._digest = ""
+        self._seen: Seen | None = None
 
-    def _space(self, png: bytes) -> tuple[float, float]:
-        match self.config.space:
-            case "norm1000":
-                return 1000.0, 1000.0
-            case "norm100":
-                return 100.0, 100.0
-            case "custom":
-                return float(self.config.width or 1), float(self.config.height or 1)
-            case _:
-                w, h = _png_size(png)
-                return float(w), float(h)
+    @property
+    def vision(self) -> VisionRules:
+        """The grounding model's vision rules (no limits for a model without a profile)."""
+        profile = getattr(self.model.api, "profile", None)
+        return profile.vision if profile is not None else VisionRules()
 
-    def _messages(self, description: str, png: bytes) -> list[ChatMessage]:
-        image = ImagePart(data=png, detail="high")
+    def seen(self, png: bytes) -> Seen:
+        """`png` as the model will see it, and the space of its answer."""
+        vision = self.vision
+        size = _png_size(png)
+        sent = vision.fit(*size)
+        data = png if sent == size else encode_png(resize(decode_png(png), sent))
+        mode = vision.points if self.config.space == "profile" else self.config.space
+        space: tuple[float, float] = {
+            "pixels": (float(sent[0]), float(sent[1])),
+            "norm1000": (1000.0, 1000.0),
+            "yx1000": (1000.0, 1000.0),
+            "norm100": (100.0, 100.0),
+            "custom": (float(self.config.width or 1), float(self.config.height or 1)),
+        }[mode]
+        return Seen(data, sent, space, "yx" if mode == "yx1000" else "xy", mode)
+
+    def _messages(self, description: str, seen: Seen) -> list[ChatMessage]:
+        image = ImagePart(data=seen.png, detail="high")
         if self.config.style == "uitars":
             return [
                 ChatMessage(
@@ -85,23 +116,26 @@ class Grounder:
                     content=[image, TextPart(text=render("grounding_query", description=description))],
                 )
             ]
-        w, h = self._space(png)
-        units = {
-            "pixels": "x, y in screenshot pixels",
-            "norm1000": "x, y from 0 to 1000",
-            "norm100": "x, y from 0 to 100",
-        }.get(self.config.space, f"x from 0 to {w:g}, y from 0 to {h:g}")
-        note = (
-            f"The screenshot is {w:g}x{h:g} pixels; (0, 0) is its top-left corner."
-            if self.config.space == "pixels"
-            else "(0, 0) is the top-left corner of the screenshot."
-        )
+        w, h = seen.space
+        sw, sh = seen.size
+        form, example = {
+            "pixels": ("as (x, y) in pixels of this screenshot", f"({round(w * 0.31)}, {round(h * 0.47)})"),
+            "norm1000": ("as (x, y) with x and y from 0 to 1000 (thousandths of the width and height)",
+                         f"({round(w * 0.31)}, {round(h * 0.47)})"),
+            "norm100": ("as (x, y) with x and y from 0 to 100 (percent of the width and height)",
+                        f"({round(w * 0.31)}, {round(h * 0.47)})"),
+            "yx1000": ('as JSON {"point": [y, x]}, y first, both from 0 to 1000 (thousandths of the height and '
+                       "width)", '{"point": [470, 310]}'),
+            "custom": (f"as (x, y) with x from 0 to {w:g} and y from 0 to {h:g}",
+                       f"({round(w * 0.31)}, {round(h * 0.47)})"),
+        }[seen.mode]
+        note = f"The screenshot is {sw}x{sh} pixels; (0, 0) is its top-left corner."
         prompt = render(
             "grounding_policy",
             platform_name=platform_name(self.platform),
             description=description,
-            units=units,
-            example=f"{round(w * 0.31)}, {round(h * 0.47)}",
+            form=form,
+            example=example,
             space_note=note,
         )
         return [ChatMessage(role="user", content=[TextPart(text=prompt), image])]
@@ -112,13 +146,14 @@ class Grounder:
         Concurrent requests for the same element on the same screenshot share one call.
         """
         digest = hashlib.sha256(png).hexdigest()
-        if digest != self._digest:
+        if digest != self._digest or self._seen is None:
             self._cache.clear()
+            self._seen = await asyncio.to_thread(self.seen, png)
             self._digest = digest
         key = (description, f"{screen[0]}x{screen[1]}")
         task = self._cache.get(key)
         if task is None:
-            task = asyncio.ensure_future(self._ask(description, png, screen))
+            task = asyncio.ensure_future(self._ask(description, self._seen, screen))
             self._cache[key] = task
         try:
             return await asyncio.shield(task)
@@ -127,19 +162,19 @@ class Grounder:
                 del self._cache[key]  # a failure is not remembered; the next request asks again
             raise
 
-    async def _ask(self, description: str, png: bytes, screen: tuple[int, int]) -> tuple[Point, ModelCall]:
+    async def _ask(self, description: str, seen: Seen, screen: tuple[int, int]) -> tuple[Point, ModelCall]:
         call = await call_model(
-            self.model, self._messages(description, png), module="grounding", config=self.config.generate
+            self.model, self._messages(description, seen), module="grounding", config=self.config.generate
         )
-        space = self._space(png)
+        space = seen.space
         try:
-            x, y = read_point(call.text, space)
+            x, y = read_point(call.text, space, convention=seen.order)
         except PointReplyError as e:
             raise GroundingError(
                 f"The element {description!r} could not be located ({e}); "
                 "describe it differently or choose another action."
             ) from None
-        return scale(x, y, space, screen), call
+        return scale(x, y, space, screen, pixels=seen.mode in ("pixels", "custom")), call
 
     async def ground(self, action: Action, png: bytes, screen: tuple[int, int]) -> Grounding:
         """Everything `action` needs located; nothing for actions without targets."""

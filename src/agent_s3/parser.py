@@ -1,9 +1,12 @@
 """Turn a model reply into exactly one action of the grammar, or a precise `FormatError`.
 
-The reply must hold one fenced code block with one `agent.<action>(...)` call. The block is
-read with `ast.parse` and its arguments with `literals.literal_value`; nothing the model
-wrote is ever evaluated. Every rejection says what was wrong and what to write instead,
-because the message is sent back to the model as feedback.
+The reply must hold one fenced code block with one `agent.<action>(...)` call; reasoning
+drafts (``<think>``, ...) are removed first, so a block inside one is never read. The block
+is read with `ast.parse` and its arguments with `literals.literal_value`; nothing the model
+wrote is ever evaluated. A call whose reading depends on a guess is refused: two different
+action blocks, or ``agent.type("quarterly report")``, whose one positional argument is the
+element to click (the text to type is missing). Every rejection says what was wrong and what
+to write instead, because the message is sent back to the model as feedback.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from agent_s3.actions import (
     ACTION_TYPES,
     Action,
     ActionBase,
+    TypeText,
     action_adapter,
     action_fields,
     action_name,
@@ -27,6 +31,7 @@ from agent_s3.actions import (
 )
 from agent_s3.literals import NotLiteral, literal_value
 from core.protocols import Platform
+from core.replies import strip_reasoning
 
 __all__ = ["FormatError", "ParsedReply", "parse_reply"]
 
@@ -134,7 +139,8 @@ def parse_reply(
     """Parse `reply` into one action allowed on `platform`, or raise `FormatError`."""
     if len(reply) > max_chars:
         raise FormatError(f"The reply has {len(reply)} characters; keep it under {max_chars}.")
-    blocks = _blocks(reply)
+    answer = strip_reasoning(reply)
+    blocks = _blocks(answer)
     if not blocks:
         raise FormatError(
             "No code block found. End your reply with one fenced block such as\n"
@@ -167,9 +173,16 @@ def parse_reply(
         raise FormatError(f"agent.{name} is not an available action; choose one of: {', '.join(names)}.")
     cls = _BY_NAME[name]
     args = _arguments(call, cls)
+    if cls is TypeText and "text" not in args:
+        given = f" ({args['element_description']!r} is read as the element to click)" if args.get(
+            "element_description") else ""
+        raise FormatError(f"agent.type(...) was given no text to type{given}; write "
+                          "agent.type(element_description=..., text=\"...\"), or element_description=None to "
+                          "type where the focus is.")
     try:
         action = action_adapter.validate_python({"kind": name, **args}, context={"platform": platform})
     except ValidationError as e:
         raise FormatError(_validation_feedback(e, _signature(cls))) from None
-    thought = (reply[: span[0]] + reply[span[1] :]).strip()
+    head, _, tail = reply.rpartition(answer[span[0]:span[1]])
+    thought = (head + tail).strip()
     return ParsedReply(thought=thought, action=action, code=code.strip())

@@ -24,7 +24,13 @@ def clamp(x: float, y: float, screen: tuple[int, int]) -> Point:
     return Point(min(max(round(x), 0), w - 1), min(max(round(y), 0), h - 1))
 
 
-def scale(x: float, y: float, space: tuple[float, float], screen: tuple[int, int]) -> Point:
-    """Map (x, y) given in a space of (width, height) units onto the screen, clamped."""
+def scale(x: float, y: float, space: tuple[float, float], screen: tuple[int, int], *, pixels: bool = False) -> Point:
+    """Map (x, y) given in a space of (width, height) units onto the screen, clamped.
+
+    With `pixels`, the space is an image of that many pixels and (x, y) names a pixel: its
+    centre is mapped onto the screen (pixel 682 of 1365 is the middle of a 1920-px screen,
+    960, not 959); units such as thousandths map continuously."""
     sw, sh = space
+    if pixels:
+        return clamp((x + 0.5) * screen[0] / sw - 0.5, (y + 0.5) * screen[1] / sh - 0.5, screen)
     return clamp(x * screen[0] / sw, y * screen[1] / sh, screen)

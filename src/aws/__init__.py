@@ -9,28 +9,32 @@ import it. Usage::
         ...  # talk to desktop.url
         await fleet.revert(desktop)      # terminate + relaunch, skipped if never used
 
-TTL enforcement, and what the moto emulator does with it: every instance carries an
-``agent-s3:expires`` tag (read by `reap`), is launched with
-``InstanceInitiatedShutdownBehavior=terminate`` and with user data that powers it off when
-the TTL ends. moto stores the shutdown behaviour and the user data (both read back by
-``describe_instance_attribute``) but runs no guest, so under moto only the tag plus `reap`
-enforce the TTL.
+Launches follow desktop-env's AWS provider (`aws.upstream` reads it from the installed
+package): its image table, instance type, public IP, required subnet and security group,
+root volume, TTL (an EventBridge Scheduler schedule per instance, `aws.ttl`). The fleet adds,
+on purpose: tags (``agent-s3:*``, read by `reap`), a stricter readiness check (a screenshot
+and every controller port, `aws.health`), caps on instances and dollars (`aws.costs`), a
+watch that notices dead instances (`aws.watch`) and fallbacks on capacity shortages.
+`aws.comparison` names these differences for a run's ``leaderboard_note``.
 """
 
-from .config import DEFAULT_IMAGES, DEFAULT_PRICES, ENV_VARS, FleetConfig, FleetConfigError
+from .address import PORT_NAMES, PORT_ROLES, Reach, port_list
+from .config import DEFAULT_PRICES, ENV_VARS, FleetConfig, FleetConfigError, default_images
 from .costs import CostBook
-from .errors import CostCapReached, FleetCapReached, FleetClosed, FleetError, UnhealthyDesktop
+from .errors import CostCapReached, FleetCapReached, FleetClosed, FleetError, PortsBlocked, UnhealthyDesktop
 from .fleet import Fleet
-from .health import HealthProbe, HttpProbe, wait_healthy
+from .health import HealthProbe, HttpProbe, PortState, port_state, probe_ports, wait_healthy
 from .machine import AddressResolver, FleetStats, Machine, server_address
 from .reap import ReapResult, find_instances, orphan_reason, reap
 from .registry import terminate_all
 from .tags import InstanceRecord
+from .upstream import UpstreamAWS, UpstreamMissing, upstream
 
 __all__ = [
-    "DEFAULT_IMAGES",
     "DEFAULT_PRICES",
     "ENV_VARS",
+    "PORT_NAMES",
+    "PORT_ROLES",
     "AddressResolver",
     "CostBook",
     "CostCapReached",
@@ -45,12 +49,22 @@ __all__ = [
     "HttpProbe",
     "InstanceRecord",
     "Machine",
+    "PortState",
+    "PortsBlocked",
+    "Reach",
     "ReapResult",
     "UnhealthyDesktop",
+    "UpstreamAWS",
+    "UpstreamMissing",
+    "default_images",
     "find_instances",
     "orphan_reason",
+    "port_list",
+    "port_state",
+    "probe_ports",
     "reap",
     "server_address",
     "terminate_all",
+    "upstream",
     "wait_healthy",
 ]

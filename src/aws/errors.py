@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .costs import CostCapReached
 
-__all__ = ["CostCapReached", "FleetCapReached", "FleetClosed", "FleetError", "UnhealthyDesktop"]
+__all__ = ["CostCapReached", "FleetCapReached", "FleetClosed", "FleetError", "PortsBlocked", "UnhealthyDesktop"]
 
 
 class FleetError(RuntimeError):
@@ -21,3 +21,8 @@ class FleetClosed(FleetError):
 
 class UnhealthyDesktop(FleetError):
     """No instance of a desktop became healthy within the allowed attempts."""
+
+
+class PortsBlocked(FleetError):
+    """A port the fleet requires cannot be reached on a running, healthy instance: every
+    instance of the fleet shares that network, so no replacement would do better."""

@@ -8,6 +8,7 @@ from the run, launcher and expiry tags whether they are orphans.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,8 @@ PID = "agent-s3:pid"
 EXPIRES = "agent-s3:expires"
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+#: EC2's ``StateTransitionReason``, e.g. "User initiated (2017-07-31 18:52:13 GMT)".
+_REASON_TIME = re.compile(r"\((\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?:GMT|UTC)\)")
 
 
 def format_time(epoch: float) -> str:
@@ -96,10 +99,16 @@ class InstanceRecord:
     public_ip: str | None
     launched_at: float | None
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: When EC2 says its state last changed (from ``StateTransitionReason``), if it says.
+    changed_at: float | None = None
+    subnet_id: str | None = None
 
     @classmethod
     def from_ec2(cls, item: Mapping[str, Any], region: str) -> InstanceRecord:
         launch = item.get("LaunchTime")
+        reason = _REASON_TIME.search(str(item.get("StateTransitionReason") or ""))
+        changed = (dt.datetime.strptime(reason.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC).timestamp()
+                   if reason else None)
         return cls(
             id=item["InstanceId"],
             region=region,
@@ -110,6 +119,8 @@ class InstanceRecord:
             public_ip=item.get("PublicIpAddress") or None,
             launched_at=launch.timestamp() if isinstance(launch, dt.datetime) else None,
             tags={t["Key"]: t.get("Value", "") for t in item.get("Tags", [])},
+            changed_at=changed,
+            subnet_id=item.get("SubnetId") or None,
         )
 
     @property

@@ -24,7 +24,7 @@ from .mcq import MCQJudge
 from .offline import JudgedTask, MissingTaskError, judge_run, judge_task
 from .osworld_import import ImportReport, OSWorldImportError, import_osworld
 from .pairwise import PairwiseJudge
-from .parsing import Choice, parse_choice, parse_facts, parse_items
+from .parsing import AnswerReply, Choice, FactsReply, KeyPointsReply, parse_choice, read_facts, read_items
 from .pointer_code import pointer_events
 from .representations import REPRESENTATIONS, Representer, frame_indices, make_representer, narrate_rollout
 from .webjudge import WebJudge
@@ -32,12 +32,14 @@ from .webjudge import WebJudge
 __all__ = [
     "JUDGES",
     "REPRESENTATIONS",
+    "AnswerReply",
     "AugmentConfig",
     "AugmentedTransition",
     "Candidate",
     "Choice",
     "FactCache",
     "FactGenerator",
+    "FactsReply",
     "Frame",
     "FrameMemo",
     "ImportReport",
@@ -45,6 +47,7 @@ __all__ = [
     "Judge",
     "JudgeConfig",
     "JudgedTask",
+    "KeyPointsReply",
     "MCQJudge",
     "MissingTaskError",
     "NarrativeBuilder",
@@ -69,7 +72,7 @@ __all__ = [
     "narrative_candidate",
     "narrative_text",
     "parse_choice",
-    "parse_facts",
-    "parse_items",
     "pointer_events",
+    "read_facts",
+    "read_items",
 ]

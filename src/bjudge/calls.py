@@ -2,22 +2,26 @@
 
 Every judge and the narrator ask the same way: send, parse, and when the reply cannot be
 used, show the model its reply and what was wrong, at most `max_reasks` times. A call
-that finally fails at the provider (after `ChatModel`'s own retries) ends the question
-with `error` set; nothing is guessed.
+that finally fails at the provider (after `ChatModel`'s own retries: a refusal, a spend
+limit, a cut reply, ...) ends the question with `error` set; nothing is guessed.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from pydantic import BaseModel
+
 from core.llm import CallRecord, ChatMessage, ChatModel, GenerateConfig, ModelCallError
 
+from .parsing import tag_section
 from .prompts import render
 
-__all__ = ["Asked", "ask", "cost_of"]
+__all__ = ["Asked", "ask", "cost_of", "thoughts_of"]
 
 T = TypeVar("T")
 
@@ -59,10 +63,16 @@ async def ask(
     instruction: str,
     max_reasks: int,
     config: GenerateConfig | None = None,
+    contract: type[BaseModel] | None = None,
 ) -> Asked[T]:
-    """Ask until `parse` returns a value (it returns ``(value, None)`` or ``(None, problem)``)."""
+    """Ask until `parse` returns a value (it returns ``(value, None)`` or ``(None, problem)``).
+
+    With a `contract` (the JSON form of the answer `parse` also reads), a model whose
+    provider enforces JSON schemas is asked in it: native structured outputs."""
     out: Asked[T] = Asked()
     history = list(messages)
+    if contract is not None:
+        config = model.reply_config(config, contract)
     for attempt in range(max_reasks + 1):
         tag = uuid.uuid4().hex
         out.attempts = attempt + 1
@@ -97,3 +107,14 @@ def cost_of(asked: list[Asked[T]]) -> tuple[list[str], float]:
     """All call ids and dollars over several questions."""
     ids = [i for a in asked for i in a.call_ids]
     return ids, sum(a.dollars for a in asked)
+
+
+def thoughts_of(reply: str) -> str:
+    """The reasoning of a judge's or narrator's reply: the ``thoughts`` field of a structured
+    (JSON) one, else its ``<thoughts>`` section; empty when it has none."""
+    try:
+        value = json.loads(reply)
+    except ValueError:
+        return tag_section(reply, "thoughts") or ""
+    found = value.get("thoughts") if isinstance(value, dict) else None
+    return found if isinstance(found, str) else ""

@@ -13,7 +13,7 @@ from core.llm import ChatMessage, ChatModel, Part, TextPart
 from .calls import Asked, ask
 from .candidates import Candidate
 from .config import JudgeConfig
-from .parsing import parse_choice
+from .parsing import AnswerReply, parse_choice
 from .prompts import render
 
 __all__ = ["compare", "comparison_messages"]
@@ -45,4 +45,4 @@ async def compare(model: ChatModel, task: str, shown: Sequence[Candidate], cfg: 
 
     return await ask(model, comparison_messages(task, shown, cfg), module="judge", parse=parse,
                      instruction=f"End your reply with <answer>k</answer>, k one integer from 1 to {n}.",
-                     max_reasks=cfg.max_reasks, config=cfg.generate)
+                     max_reasks=cfg.max_reasks, config=cfg.generate, contract=AnswerReply)

@@ -16,13 +16,14 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from core.llm import ChatMessage, ChatModel, ImagePart, TextPart
+from core.replies import ReplyProblem
 from core.trajectory import Step
 
 from .augment import AugmentedTransition, FrameMemo, augment, digest
 from .cache import FactCache, cache_key
-from .calls import ask
+from .calls import ask, thoughts_of
 from .config import NarrativeConfig
-from .parsing import parse_facts, tag_section
+from .parsing import FactsReply, read_facts
 from .prompts import prompt_version, render
 from .steps import control_fact, describe_step
 
@@ -121,13 +122,14 @@ class FactGenerator:
         limit = self.cfg.max_facts
 
         def parse(text: str) -> tuple[list[str] | None, str | None]:
-            found = parse_facts(text, limit=limit)
-            if found is None:
-                return None, "it has no <facts>...</facts> section"
-            return found, None
+            try:
+                return read_facts(text, limit=limit), None
+            except ReplyProblem as exc:
+                return None, str(exc)
 
         asked = await ask(self.model, self.messages(step, shown), module="narrative", parse=parse,
-                          instruction=_FORMAT, max_reasks=self.cfg.max_format_retries, config=self.cfg.generate)
+                          instruction=_FORMAT, max_reasks=self.cfg.max_format_retries, config=self.cfg.generate,
+                          contract=FactsReply)
         status: FactStatus = "ok" if asked.value is not None else ("error" if asked.error else "no_facts")
         error = None
         if asked.error:
@@ -138,7 +140,7 @@ class FactGenerator:
             step=step.index,
             facts=asked.value or [],
             status=status,
-            thoughts=tag_section(asked.reply, "thoughts") or "",
+            thoughts=thoughts_of(asked.reply),
             call_ids=asked.call_ids,
             dollars=asked.dollars,
             problem=asked.error or asked.problem,

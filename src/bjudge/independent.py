@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from core.llm import ChatMessage, ChatModel, Part, TextPart
 from core.trajectory import Selection
 
-from .calls import Asked, ask, cost_of
+from .calls import Asked, ask, cost_of, thoughts_of
 from .candidates import Candidate
 from .config import JudgeConfig
 from .mcq import failed_for_good, opening
-from .parsing import parse_choice, tag_section
+from .parsing import AnswerReply, parse_choice
 from .prompts import render
 
 __all__ = ["IndependentJudge"]
@@ -42,7 +42,7 @@ class IndependentJudge:
 
         return await ask(self.model, messages, module="judge", parse=parse,
                          instruction="End your reply with <answer>s</answer>, s one integer from 1 to 5.",
-                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate)
+                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=AnswerReply)
 
     async def __call__(self, task: str, candidates: Sequence[Candidate]) -> Selection:
         start = opening(self.name, self.cfg, candidates)
@@ -60,7 +60,7 @@ class IndependentJudge:
                 failures.append(f"rollout {candidate.rollout}: {why}")
                 continue
             scores[candidate.rollout] = answer.value
-            thoughts = tag_section(answer.reply, "thoughts") or answer.reply
+            thoughts = thoughts_of(answer.reply) or answer.reply
             notes.append(f"Rollout {candidate.rollout}: score {answer.value}.\n{thoughts}")
         chosen: int | None = None
         if scores:

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from core.llm import ChatModel
 from core.trajectory import Selection
 
-from .calls import cost_of
+from .calls import cost_of, thoughts_of
 from .candidates import Candidate
 from .compare import compare
 from .config import JudgeConfig
-from .parsing import tag_section
 
 __all__ = ["MCQJudge", "Opening", "draw_seed", "failed_for_good", "opening", "strategy_name"]
 
@@ -93,7 +92,7 @@ class MCQJudge:
         failures: list[str] = []
         for order, answer in zip(orders, asked, strict=True):
             shown = [candidates[i].rollout for i in order]
-            thoughts = tag_section(answer.reply, "thoughts") or answer.reply
+            thoughts = thoughts_of(answer.reply) or answer.reply
             if answer.value is None:
                 why = answer.error or answer.problem or "no answer"
                 notes.append(f"Order {shown}: no valid answer after {answer.attempts} call(s) ({why}).")

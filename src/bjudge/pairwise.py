@@ -14,12 +14,11 @@ from collections.abc import Sequence
 from core.llm import ChatModel
 from core.trajectory import Selection
 
-from .calls import Asked, cost_of
+from .calls import Asked, cost_of, thoughts_of
 from .candidates import Candidate
 from .compare import compare
 from .config import JudgeConfig
 from .mcq import failed_for_good, opening
-from .parsing import tag_section
 
 __all__ = ["PairwiseJudge"]
 
@@ -60,7 +59,7 @@ class PairwiseJudge:
                 continue
             decided = True
             champion = pair[answer.value - 1]
-            thoughts = tag_section(answer.reply, "thoughts") or answer.reply
+            thoughts = thoughts_of(answer.reply) or answer.reply
             notes.append(f"{label}: rollout {champion.rollout} wins.\n{thoughts}")
         call_ids, dollars = cost_of(asked)
         return Selection(strategy=strategy, candidates=[c.rollout for c in candidates],

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from core.llm import ChatMessage, ChatModel, ImagePart, Part, TextPart
+from core.replies import ReplyProblem
 from core.trajectory import RolloutDir, RolloutInfo, Step
 
 from .augment import digest
@@ -22,7 +23,7 @@ from .cache import FactCache, cache_key
 from .calls import ask
 from .candidates import Candidate, shown_png
 from .config import NarrativeConfig, RepresentationConfig
-from .parsing import tag_section
+from .parsing import read_section
 from .prompts import prompt_version, render
 
 __all__ = [
@@ -48,6 +49,7 @@ _ENDINGS = {
     "format_error": "the agent's replies kept failing to parse, so it was stopped.",
     "environment_lost": "the environment was lost.",
     "errored": "the rollout stopped on an error.",
+    "setup_failed": "the task could not be set up, so the agent never started.",
 }
 
 
@@ -198,8 +200,11 @@ class Representer:
         assert self.model is not None
 
         def parse(text: str) -> tuple[str | None, str | None]:
-            body = tag_section(text, tag)
-            return (body, None) if body else (None, f"it has no <{tag}>...</{tag}> section")
+            try:
+                body = read_section(text, tag)
+            except ReplyProblem as exc:
+                return None, str(exc)
+            return (body, None) if body else (None, f"the <{tag}> section is empty")
 
         asked = await ask(self.model, messages, module="narrative", parse=parse,
                           instruction=f"Reply with <{tag}>...</{tag}>.", max_reasks=self.cfg.max_format_retries,

@@ -15,13 +15,14 @@ import asyncio
 from collections.abc import Sequence
 
 from core.llm import ChatMessage, ChatModel, ImagePart, Part, TextPart
+from core.replies import ReplyProblem
 from core.trajectory import Selection
 
-from .calls import Asked, ask, cost_of
+from .calls import Asked, ask, cost_of, thoughts_of
 from .candidates import Candidate
 from .config import JudgeConfig
 from .mcq import failed_for_good, opening
-from .parsing import parse_choice, parse_items, tag_section
+from .parsing import AnswerReply, KeyPointsReply, parse_choice, read_items
 from .prompts import render
 
 __all__ = ["WebJudge"]
@@ -43,19 +44,22 @@ class WebJudge:
 
     async def key_points(self, task: str) -> Asked[list[str]]:
         def parse(text: str) -> tuple[list[str] | None, str | None]:
-            found = parse_items(text, "key_points")
-            return (found, None) if found else (None, "it has no non-empty <key_points>...</key_points> list")
+            try:
+                found = read_items(text, "key_points")
+            except ReplyProblem as exc:
+                return None, str(exc)
+            return (found, None) if found else (None, "the <key_points> list is empty; name every requirement")
 
         messages = [ChatMessage(role="user", content=render("webjudge_key_points", task=task))]
         return await ask(self.model, messages, module="judge", parse=parse,
                          instruction="Reply with <key_points>...</key_points>, one requirement per line.",
-                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate)
+                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=KeyPointsReply)
 
     async def _screen(self, task: str, points: list[str], image: ImagePart) -> Asked[int]:
         messages = [ChatMessage(role="user", content=[TextPart(text=render("webjudge_screen", task=task,
                                                                            key_points=points)), image])]
         return await ask(self.model, messages, module="judge", parse=_score, instruction=_SCORE,
-                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate)
+                         max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=AnswerReply)
 
     async def outcome(self, task: str, points: list[str], candidate: Candidate) -> list[Asked[int]]:
         """The screen scores, then the outcome score (last) of one attempt."""
@@ -65,7 +69,7 @@ class WebJudge:
         kept: list[Part] = []
         for n, (image, judged) in enumerate(zip(images, screens, strict=True), start=1):
             if judged.value is not None and judged.value >= self.cfg.key_screen_threshold:
-                seen = tag_section(judged.reply, "thoughts") or ""
+                seen = thoughts_of(judged.reply)
                 kept += [TextPart(text=f"Key screenshot {n} (evidence {judged.value}/5): {seen}"), image]
         parts: list[Part] = [TextPart(text="===== The attempt ====="), *text,
                              TextPart(text=f"===== Key screenshots ({len(kept) // 2} of {len(images)}) ====="),
@@ -73,7 +77,7 @@ class WebJudge:
         messages = [ChatMessage(role="system", content=render("webjudge_outcome", task=task, key_points=points)),
                     ChatMessage(role="user", content=parts)]
         final = await ask(self.model, messages, module="judge", parse=_score, instruction=_SCORE,
-                          max_reasks=self.cfg.max_reasks, config=self.cfg.generate)
+                          max_reasks=self.cfg.max_reasks, config=self.cfg.generate, contract=AnswerReply)
         return [*screens, final]
 
     async def __call__(self, task: str, candidates: Sequence[Candidate]) -> Selection:
@@ -103,7 +107,7 @@ class WebJudge:
                 continue
             scores[candidate.rollout] = final.value
             notes.append(f"Rollout {candidate.rollout}: score {final.value}.\n"
-                         f"{tag_section(final.reply, 'thoughts') or final.reply}")
+                         f"{thoughts_of(final.reply) or final.reply}")
         chosen: int | None = None
         if scores:
             best = max(scores.values())

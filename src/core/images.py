@@ -23,6 +23,7 @@ __all__ = [
     "draw_marker",
     "draw_outline",
     "encode_png",
+    "resize",
     "zoom_box",
     "zoom_crop",
 ]
@@ -70,6 +71,11 @@ def encode_png(img: Image.Image, *, level: int = 1) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="PNG", compress_level=level)
     return buf.getvalue()
+
+
+def resize(img: Image.Image, size: tuple[int, int]) -> Image.Image:
+    """`img` at exactly `size` (width, height); unchanged when it already is."""
+    return img if img.size == size else img.resize(size, Image.Resampling.LANCZOS)
 
 
 def downscale(img: Image.Image, longest_side: int | None) -> Image.Image:

@@ -88,6 +88,10 @@ class WorkerFacts:
     #: Why scores from here are not comparable with OSWorld's leaderboard (other app builds);
     #: None where they are (OSWorld's own images). Results are labelled with it.
     leaderboard_note: str | None = None
+    #: Whether scores from here stand beside the leaderboard's; None reads it from the note
+    #: (comparable without one). An environment that is comparable but differs on purpose
+    #: (an EC2 fleet's tags, say) says True and keeps its note for readers.
+    leaderboard_comparable: bool | None = None
     #: Whether the environment reaches the internet now (None: it does not say).
     network: bool | None = None
 

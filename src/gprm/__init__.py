@@ -17,12 +17,12 @@ from gprm.candidates import PAPER_SEEDS, PAPER_TOP_K, CandidateBatch, candidate_
 from gprm.elements import ParsedScreen, UIElement, draw_marks, draw_star
 from gprm.guide import GUIDES, GuiPra, Pick, StandardPrm, StepGuide, guide_error, make_guide, pick
 from gprm.history import Candidate, HistoryStep, action_text
-from gprm.memory import CondensedHistory, DynamicMemory, validate_retrieval
+from gprm.memory import CondensedHistory, DynamicMemory, RetrievalReply, validate_retrieval
 from gprm.ocr import RapidOcrEngine, TesseractEngine, make_ocr
 from gprm.pointing import PointAnswer, parse_point, read_point, text_match
 from gprm.records import CandidateScore, GuideDecision, GuideRecord, MemoryRecord, RoutingRecord, ToolUse
-from gprm.replies import ReplyError, parse_list, parse_score, parse_summary
-from gprm.routing import Router, RoutingReply, RoutingReplyError, RoutingResult, parse_routing
+from gprm.replies import ReplyError, ScoreReply, parse_list, parse_score, parse_summary
+from gprm.routing import Router, RoutingReply, RoutingReplyError, RoutingRequest, RoutingResult, parse_routing
 from gprm.scoring import ScoreContext, Scorer
 from gprm.tools import Perception
 from gprm.uiparser import LocalUIParser, OmniParserClient, ParserError, UIParser, make_parser
@@ -50,12 +50,15 @@ __all__ = [
     "PointAnswer",
     "RapidOcrEngine",
     "ReplyError",
+    "RetrievalReply",
     "Router",
     "RoutingRecord",
     "RoutingReply",
     "RoutingReplyError",
+    "RoutingRequest",
     "RoutingResult",
     "ScoreContext",
+    "ScoreReply",
     "Scorer",
     "StandardPrm",
     "StepGuide",

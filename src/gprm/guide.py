@@ -11,13 +11,14 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from core.llm import ChatModel
 from gprm.elements import elements_text, shrink_png
 from gprm.history import Candidate, HistoryStep, history_lines
 from gprm.memory import DynamicMemory
 from gprm.ocr import OcrBackend
+from gprm.pointing import Convention
 from gprm.records import CandidateScore, GuideDecision, GuideRecord, MemoryRecord, RoutingRecord
 from gprm.routing import Router
 from gprm.scoring import CALL_FAILED, ScoreContext, Scorer
@@ -102,6 +103,7 @@ class GuiPra:
     def __init__(self, model: ChatModel, *, parser: UIParser | str | None = "auto", ocr: OcrBackend | None = None,
                  tree: TreeSource | None = None,
                  parser_url: str | None = None, pointer: ChatModel | None = None, point_mode: PointMode = "auto",
+                 point_coordinates: Convention | Literal["profile"] = "percent",
                  memory: bool = True, memory_threshold: int = 5, fallback_recent: int = 3, tools: bool = True,
                  max_tool_calls: int = 2, max_reasks: int = 1, image_side: int | None = 1280,
                  prefetch: bool = True, action_space: str | None = None, point: bool = True) -> None:
@@ -117,6 +119,9 @@ class GuiPra:
         self.parser = parser
         self.pointer = pointer
         self.point_mode: PointMode = point_mode
+        #: The space the pointing prompt declares: "percent" (Molmo's), or "profile" for the
+        #: pointing model's own convention.
+        self.point_coordinates = point_coordinates
         self.use_memory = memory
         self.memory_threshold, self.fallback_recent = memory_threshold, fallback_recent
         self.memory = DynamicMemory(model, threshold=memory_threshold, fallback_recent=fallback_recent)
@@ -137,7 +142,7 @@ class GuiPra:
         _check(candidates)
         started = time.perf_counter()
         perception = Perception(screenshot, parser=self.parser, pointer=self.pointer, point_mode=self.point_mode,
-                                image_side=self.image_side, point=self.point)
+                                point_coordinates=self.point_coordinates, image_side=self.image_side, point=self.point)
         use_tools = self.tools and self.router.max_calls > 0 and bool(perception.available())
         if use_tools and self.prefetch:
             perception.prefetch()

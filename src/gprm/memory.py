@@ -14,15 +14,27 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, TextPart
+from gprm.contracts import SummaryContract
 from gprm.history import HistoryStep, history_lines
 from gprm.prompts import render
 from gprm.records import MemoryRecord
 from gprm.replies import ReplyError, parse_list, parse_summary
 
-__all__ = ["CondensedHistory", "DynamicMemory", "validate_retrieval"]
+__all__ = ["CondensedHistory", "DynamicMemory", "RetrievalReply", "validate_retrieval"]
 
 MODULE = "prm"
+
+
+class RetrievalReply(BaseModel):
+    """The retrieval's JSON contract as an object (structured outputs need one at the root):
+    the history list with the early steps blanked. `parse_list` reads its one list, so the
+    free-text and the structured reply go through the same checks (`validate_retrieval`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    history: list[str]
 
 
 def validate_retrieval(reply: list[object], n: int) -> int:
@@ -77,8 +89,8 @@ class DynamicMemory:
         problem: str | None = None
         error: str | None = None
         try:
-            reply = await self.model.generate(self._retrieval_messages(goal, lines, screenshot),
-                                              module=MODULE, config=self.config)
+            reply = await self.model.generate(self._retrieval_messages(goal, lines, screenshot), module=MODULE,
+                                              config=self.model.reply_config(self.config, RetrievalReply))
             keep = validate_retrieval(parse_list(reply.text), n)
             how: Literal["model", "fallback"] = "model"
         except ReplyError as e:
@@ -123,7 +135,8 @@ class DynamicMemory:
                     ChatMessage(role="user", content=render("memory_summary_user", goal=goal,
                                                             previous_summary=previous, lines=lines))]
         for attempt in range(self.max_reasks + 1):
-            reply = await self.model.generate(messages, module=MODULE, config=self.config)
+            reply = await self.model.generate(messages, module=MODULE,
+                                              config=self.model.reply_config(self.config, SummaryContract))
             try:
                 return parse_summary(reply.text)
             except ReplyError as e:

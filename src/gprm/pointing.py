@@ -2,10 +2,12 @@
 
 Two ways to ground: ask a pointing model, or match the description against the UI parser's
 elements. Pointing models answer in different units, and all are read: Molmo's
-`<point x="61.5" y="40.2">` (percent of width and height), `<points x1=.. y1=..>` (the first
-pair), Qwen's `{"point_2d": [x, y]}` and `{"bbox_2d": [..]}` (pixels of the image sent), and a
-bare `(x, y)`, `x=.., y=..` or `{"x": .., "y": ..}` read in the coordinate space the prompt
-declared, never guessed from the size of the numbers.
+`<point x="61.5" y="40.2">` (percent of width and height), Qwen's `{"point_2d": [x, y]}` and
+`{"bbox_2d": [..]}` (pixels of the image sent), Gemini's `{"point": [y, x]}` and `box_2d` (y
+first, thousandths; only from a model whose convention says so), and a bare `(x, y)`,
+`x=.., y=..` or `{"x": .., "y": ..}` read in the coordinate space the prompt declared, never
+guessed from the size of the numbers. A reply naming several different points (Molmo's
+`<points x1=.. x2=..>`) is refused, never read as its first.
 """
 
 from __future__ import annotations
@@ -17,16 +19,19 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from core.replies import json_chunks, key_name, strip_reasoning
 from gprm.elements import UIElement
-from gprm.replies import ReplyError, json_objects, strip_reasoning
+from gprm.replies import ReplyError
 
 __all__ = ["Convention", "PointAnswer", "match_element", "parse_point", "read_point", "text_match"]
 
-#: The coordinate space a pointing prompt declares for plain pairs.
-Convention = Literal["percent", "pixels", "fraction"]
+#: The coordinate space a pointing prompt declares for plain pairs: percent, pixels of the
+#: image sent, fractions, thousandths (x first), or Gemini's y-first thousandths.
+Convention = Literal["percent", "pixels", "fraction", "norm1000", "yx1000"]
 
 _NUM = r"-?\d+(?:\.\d+)?"
-_MOLMO = re.compile(rf'''<points?\b[^>]*?\bx1?\s*=\s*["']?({_NUM})["']?[^>]*?\by1?\s*=\s*["']?({_NUM})''', re.I | re.S)
+_MOLMO_TAG = re.compile(r"<points?\b[^>]*>", re.I)
+_MOLMO_PAIR = re.compile(rf"""\bx(\d*)\s*=\s*["']?({_NUM})["']?\s+[^>]*?\by\1\s*=\s*["']?({_NUM})""", re.I | re.S)
 _POINT_2D = re.compile(rf'''["']point_2d["']\s*:\s*\[\s*({_NUM})\s*,\s*({_NUM})\s*\]''', re.I)
 _BBOX_2D = re.compile(rf'''["']bbox_2d["']\s*:\s*\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]''', re.I)
 _PAIR = re.compile(rf"[\(\[]\s*({_NUM})\s*,\s*({_NUM})\s*[\)\]]")
@@ -56,43 +61,92 @@ class _Raw:
     convention: Convention
 
 
-def _find(text: str, declared: Convention) -> _Raw | None:
-    if m := _MOLMO.search(text):
-        return _Raw(float(m[1]), float(m[2]), "molmo", "percent")
-    if m := _POINT_2D.search(text):
-        return _Raw(float(m[1]), float(m[2]), "point_2d", "pixels")
-    if m := _BBOX_2D.search(text):
-        return _Raw((float(m[1]) + float(m[3])) / 2, (float(m[2]) + float(m[4])) / 2, "bbox_2d", "pixels")
-    for obj in json_objects(text):
-        lowered = {str(k).lower(): v for k, v in obj.items()}
+def _gemini(text: str) -> list[_Raw]:
+    """Gemini's points: ``{"point": [y, x]}`` / ``{"box_2d": [ymin, xmin, ymax, xmax]}``, in a
+    list or alone, thousandths."""
+    found: list[_Raw] = []
+    for chunk in json_chunks(text, "[") + json_chunks(text, "{"):
+        if chunk.problem is not None:
+            continue
+        for value in chunk.value if isinstance(chunk.value, list) else [chunk.value]:
+            if not isinstance(value, dict):
+                continue
+            lowered = {key_name(k): v for k, v in value.items()}
+            box, point = lowered.get("box_2d"), lowered.get("point")
+            if isinstance(box, list) and _numbers(box, 4):
+                y1, x1, y2, x2 = (float(v) for v in box)
+                if y2 < y1 or x2 < x1:
+                    raise ReplyError("box_2d has its corners the wrong way round; give [ymin, xmin, ymax, xmax]")
+                found.append(_Raw((x1 + x2) / 2, (y1 + y2) / 2, "box_2d", "yx1000"))
+            elif isinstance(point, list) and _numbers(point, 2):
+                found.append(_Raw(float(point[1]), float(point[0]), "point", "yx1000"))
+    return found
+
+
+def _numbers(value: object, n: int) -> bool:
+    return isinstance(value, list) and len(value) == n and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+
+
+def _found(text: str, declared: Convention) -> list[_Raw]:
+    """Every point the reply states, in its most explicit forms; plain pairs only when it
+    has none of those."""
+    if declared == "yx1000":
+        return list(dict.fromkeys(_gemini(text)))
+    if re.search(r"""["']box_2d["']\s*:""", text):
+        raise ReplyError('"box_2d" is y-first in thousandths (Gemini\'s form), not the form asked; answer '
+                         f"{_FORMS[declared]}")
+    marked: list[_Raw] = []
+    for tag in _MOLMO_TAG.finditer(text):
+        marked += [_Raw(float(m[2]), float(m[3]), "molmo", "percent") for m in _MOLMO_PAIR.finditer(tag[0])]
+    marked += [_Raw(float(m[1]), float(m[2]), "point_2d", "pixels") for m in _POINT_2D.finditer(text)]
+    marked += [_Raw((float(m[1]) + float(m[3])) / 2, (float(m[2]) + float(m[4])) / 2, "bbox_2d", "pixels")
+               for m in _BBOX_2D.finditer(text)]
+    if marked:
+        return marked
+    for chunk in json_chunks(text):
+        if chunk.problem is not None or not isinstance(chunk.value, dict):
+            continue
+        lowered = {key_name(k): v for k, v in chunk.value.items()}
         x, y = lowered.get("x"), lowered.get("y")
         if isinstance(x, int | float) and isinstance(y, int | float) and not isinstance(x, bool) \
                 and not isinstance(y, bool):
-            return _Raw(float(x), float(y), "pair", declared)
-    if m := (_PAIR.search(text) or _XY.search(text)):
-        return _Raw(float(m[1]), float(m[2]), "pair", declared)
-    return None
+            marked.append(_Raw(float(x), float(y), "pair", declared))
+    if marked:
+        return marked
+    pairs = [_Raw(float(m[1]), float(m[2]), "pair", declared) for m in _PAIR.finditer(text)]
+    return pairs or [_Raw(float(m[1]), float(m[2]), "pair", declared) for m in _XY.finditer(text)]
 
 
 def read_point(text: str, size: tuple[int, int], *, coordinates: Convention = "percent",
                sent_size: tuple[int, int] | None = None) -> PointAnswer | None:
     """The point in a pointing model's reply, in pixels of an image of `size`; None when the
     model says the element is not there. Raises `ReplyError` (the feedback for a re-ask)
-    when the reply holds neither, or a point outside the image.
+    when the reply holds no point, several different ones, a point and "not found" at
+    once, or a point outside the image.
 
     `coordinates` is the space the prompt declared for plain pairs; `sent_size` is the size
     of the image the model saw, when it was downscaled, so pixel answers are scaled back up.
     """
     text = strip_reasoning(text)
-    raw = _find(text, coordinates)
-    if raw is None:
-        if _NOT_FOUND.search(text):
+    found = list(dict.fromkeys(_found(text, coordinates)))
+    absent = _NOT_FOUND.search(text) is not None
+    if not found:
+        if absent:
             return None
         raise ReplyError(f"the reply holds no point; answer {_FORMS[coordinates]} or: not found")
+    if len(found) > 1:
+        listed = "; ".join(f"({r.x:g}, {r.y:g})" for r in found[:4])
+        raise ReplyError(f"the reply names {len(found)} different points ({listed}); answer with exactly one")
+    if absent:
+        raise ReplyError("the reply gives a point and also says the element is not there; answer with one of them")
+    raw = found[0]
     width, height = size
     seen_w, seen_h = sent_size or size
     if raw.convention == "percent":
         bounds, (x, y) = (100.0, 100.0), (raw.x / 100 * width, raw.y / 100 * height)
+    elif raw.convention in ("norm1000", "yx1000"):
+        bounds, (x, y) = (1000.0, 1000.0), (raw.x / 1000 * width, raw.y / 1000 * height)
     elif raw.convention == "fraction":
         bounds, (x, y) = (1.0, 1.0), (raw.x * width, raw.y * height)
     else:
@@ -107,6 +161,8 @@ _FORMS: dict[Convention, str] = {
     "percent": '<point x="X" y="Y">label</point> with X and Y in percent (0–100) of the width and height',
     "pixels": "(X, Y) in pixels of the attached image",
     "fraction": "(X, Y) as fractions (0–1) of the width and height",
+    "norm1000": "(X, Y) in thousandths (0–1000) of the width and height",
+    "yx1000": '{"point": [Y, X]}, Y first, in thousandths (0–1000) of the height and width',
 }
 
 

@@ -1,230 +1,202 @@
-"""Reading the guide model's replies defensively. Replies are untrusted text: they are
-parsed as JSON or Python literals only, never evaluated.
+"""Reading the guide model's replies exactly or not at all. Replies are untrusted text: they
+are parsed as (lenient) JSON only, never evaluated.
 
 Models answer in many styles (reasoning before the answer, code fences, stray or missing
-tags, wrong case, an example object echoed before the real one); each reader accepts what
-is unambiguous and raises `ReplyError` with the feedback for one re-ask otherwise. The
-corpora under tests/gprm/corpus/ hold the styles each reader is held to.
+tags, wrong case, trailing commas, comments); each reader accepts what cannot change the
+meaning and raises `ReplyError` with the one line of feedback for a re-ask otherwise.
+Reasoning drafts are removed first, and a reply with more than one candidate answer (an
+echoed example with values, the previous step's score, a draft) is refused, never resolved
+by picking one (`core.replies`). The corpora under tests/gprm/corpus/ hold the styles each
+reader is held to.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
-from typing import Any
+from typing import Any, ClassVar
 
-__all__ = ["ReplyError", "first_json_object", "json_objects", "parse_list", "parse_score", "parse_summary", "strip_reasoning"]
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from core.replies import JsonChunk, ReplyProblem, contract_keys, json_chunks, key_name, strip_reasoning
+
+__all__ = ["ReplyError", "ScoreReply", "json_objects", "parse_list", "parse_score", "parse_summary", "strip_reasoning"]
 
 
-class ReplyError(ValueError):
+class ReplyError(ReplyProblem):
     """A reply could not be read; the message is the feedback for a re-ask."""
 
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.S)
-_EVAL = re.compile(r"<eval>(.*?)(?:</eval>|$)", re.S | re.I)
-_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
 _NUM = r"-?\d+(?:\.\d+)?"
-#: `"score": 7` inside JSON too broken to decode.
-_SCORE_FIELD = re.compile(rf"""["']score["']\s*:\s*["']?({_NUM})(?:\s*(?:/|out of)\s*(\d+))?""", re.I)
-#: `Score: 7`, `score = 7/10`, `**Score**: 7 out of 10`; the number must follow the word closely.
-_SCORE_WORD = re.compile(rf"\bscore\b\**\s*(?:[:=]|is|of)?\s*\**\s*({_NUM})(?:\s*(?:/|out of)\s*(\d+))?", re.I)
-#: `7/10`, `7 out of 10` anywhere.
-_FRACTION = re.compile(rf"(?<![\w.])({_NUM})\s*(?:/|out of)\s*(10|100)\b", re.I)
-#: A schema placeholder echoed from the prompt, e.g. "<number 0-10>" or "...".
-_PLACEHOLDER = re.compile(r"^\s*(<[^>]*>|\.\.\.|…|N|X)\s*$")
-_MAX_OBJECTS = 50
-
-
-def strip_reasoning(text: str) -> str:
-    """`text` without `<think>`-style reasoning blocks."""
-    return _THINK.sub(" ", text)
-
-
-def _balanced(text: str, start: int) -> str | None:
-    """The `{...}` chunk opening at `start`, braces counted outside quoted strings."""
-    depth, quote, escaped = 0, "", False
-    for i in range(start, min(len(text), start + 20_000)):
-        c = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == quote:
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-    return None
+#: Every way a prose reply states a score (or mentions one): "score: 7", "a score of 10",
+#: "scored 9", "rating = 4", "6/10", "6 out of 10". Each match is a candidate; different ones
+#: make the reply ambiguous.
+_PROSE_SCORES = [
+    re.compile(rf"\b(?:score[sd]?|scoring|rat(?:e|ed|ing)|grade[sd]?)\b"
+               rf"\**\s*(?:[:=]|is|of|as|at|a|an|to)?\s*(?:a|an|of)?\s*\**\s*({_NUM})(?:\s*(?:/|out\s+of)\s*(\d+))?",
+               re.I),
+    re.compile(rf"(?<![\w.])({_NUM})\s*(?:/|out\s+of)\s*(\d+)\b", re.I),
+]
 
 
 def json_objects(text: str) -> list[dict[str, Any]]:
-    """Every top-level object in `text`, in order: JSON, or a Python dict literal (single
-    quotes, True/None); objects inside fences count once."""
-    decoder = json.JSONDecoder()
-    out: list[dict[str, Any]] = []
-    i = 0
-    while len(out) < _MAX_OBJECTS:
-        start = text.find("{", i)
-        if start < 0:
-            break
-        value: Any = None
-        end = start + 1
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except ValueError:
-            chunk = _balanced(text, start)
-            if chunk is not None and len(chunk) < 20_000:
-                try:
-                    value = ast.literal_eval(chunk)
-                except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-                    value = None
-                if isinstance(value, dict):
-                    end = start + len(chunk)
-        if isinstance(value, dict):
-            out.append(value)
-            i = end
-        else:
-            i = start + 1
-    return out
-
-
-def first_json_object(text: str) -> dict[str, Any] | None:
-    """The first object in `text` (fences allowed), or None."""
-    found = json_objects(text)
-    return found[0] if found else None
+    """The top-level JSON objects of `text` that parse (lenient JSON, fences allowed), in
+    order; templates and broken chunks left out. For readers that count candidates
+    themselves, use `core.replies.json_chunks`."""
+    return [c.value for c in json_chunks(text) if c.problem is None and isinstance(c.value, dict)]
 
 
 def _lower_keys(obj: dict[str, Any]) -> dict[str, Any]:
-    return {str(k).strip().lower(): v for k, v in obj.items()}
+    return {key_name(k): v for k, v in obj.items()}
 
 
-def _number(raw: Any, low: float, high: float) -> float:
-    """A score value: a number, or a numeric string such as "7", "7/10", "7 out of 10"."""
-    if isinstance(raw, bool) or raw is None:
-        raise ReplyError(f'"score" must be a number from {low:g} to {high:g}, not {raw!r}')
-    if isinstance(raw, int | float):
-        value = float(raw)
-    elif isinstance(raw, str):
-        m = re.fullmatch(rf"\s*({_NUM})\s*(?:(?:/|out of)\s*(\d+))?\s*", raw, re.I)
-        if m is None:
-            raise ReplyError(f'"score" must be a number from {low:g} to {high:g}, not {raw!r}')
-        value = _scaled(m[1], m[2], low, high)
-    else:
-        raise ReplyError(f'"score" must be a number from {low:g} to {high:g}, not {raw!r}')
-    if not math.isfinite(value) or not low <= value <= high:
-        raise ReplyError(f'"score" must be a number from {low:g} to {high:g}, not {raw!r}')
-    return value
+class ScoreReply(BaseModel):
+    """The scorer's answer: the paper's ``{"score", "original_step"}`` with a reason."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: Other names models give the reason; listed, nothing else is accepted.
+    ALIASES: ClassVar[dict[str, str]] = {"reasoning": "reason", "rationale": "reason", "explanation": "reason",
+                                         "candidate": "original_step", "action": "original_step"}
+
+    score: float
+    reason: str = ""
+    original_step: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: object) -> object:
+        if isinstance(data, dict):
+            return contract_keys(data, fields=cls.model_fields, aliases=cls.ALIASES)
+        return data
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _number(cls, raw: object) -> object:
+        """A number, or a numeric string such as "7", "7/10", "7 out of 10"."""
+        if isinstance(raw, bool) or raw is None:
+            raise ValueError(f"must be a number from 0 to 10, not {raw!r}")
+        if isinstance(raw, str):
+            m = re.fullmatch(rf"\s*({_NUM})\s*(?:(?:/|out of)\s*(\d+))?\s*", raw, re.I)
+            if m is None:
+                raise ValueError(f"must be a number from 0 to 10, not {raw!r}")
+            value = _scaled(m[1], m[2])
+            if not 0 <= value <= 10:
+                raise ValueError(f"must be a number from 0 to 10, not {raw!r}")
+            return value
+        if isinstance(raw, int | float) and not (math.isfinite(float(raw)) and 0 <= float(raw) <= 10):
+            raise ValueError(f"must be a number from 0 to 10, not {raw!r}")
+        return raw
+
+    @field_validator("reason", "original_step", mode="before")
+    @classmethod
+    def _text(cls, raw: object) -> object:
+        return "" if raw is None else raw
 
 
-def _scaled(number: str, scale: str | None, low: float, high: float) -> float:
+def _scaled(number: str, scale: str | None, high: float = 10.0) -> float:
     if scale is not None and float(scale) != high:
-        raise ReplyError(f"the score is out of {scale}; give it on the {low:g}–{high:g} scale")
+        raise ReplyError(f"the score is out of {scale}; give it on the 0–{high:g} scale")
     return float(number)
 
 
-def _is_placeholder(obj: dict[str, Any]) -> bool:
-    return any(isinstance(v, str) and _PLACEHOLDER.match(v) for v in obj.values())
+def _score_of(chunk: JsonChunk) -> tuple[float, dict[str, Any]]:
+    if not chunk.closed:
+        raise ReplyError('the <eval> JSON is cut off before its end; answer again with the whole object')
+    if chunk.problem is not None:
+        raise ReplyError(f"the <eval> JSON {chunk.problem}")
+    try:
+        reply = ScoreReply.model_validate(chunk.value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        raise ReplyError(f'"{where}" {message}' if where else message) from None
+    return reply.score, {**_lower_keys(chunk.value), "score": reply.score}
 
 
-def _same_action(a: Any, b: str) -> bool:
-    return isinstance(a, str) and " ".join(a.split()).strip("`'\" ") == " ".join(b.split()).strip("`'\" ")
-
-
-def _from_objects(objects: list[dict[str, Any]], low: float, high: float,
-                  action: str | None) -> tuple[float, dict[str, Any]] | None:
-    scored = [o for o in map(_lower_keys, objects) if "score" in o]
-    if not scored:
-        return None
-    real = [o for o in scored if not _is_placeholder(o)]
-    if not real:
-        raise ReplyError('the reply only repeats the answer template; fill in a real "score"')
-    valid: list[tuple[float, dict[str, Any]]] = []
-    problem: ReplyError | None = None
-    for obj in real:
-        try:
-            valid.append((_number(obj["score"], low, high), obj))
-        except ReplyError as e:
-            problem = e
-    if not valid:
-        assert problem is not None
-        raise problem
-    if action is not None and len({s for s, _ in valid}) > 1:
-        matching = [(s, o) for s, o in valid if _same_action(o.get("original_step"), action)]
-        valid = matching or valid
-    if len({s for s, _ in valid}) > 1:
-        listed = ", ".join(f"{s:g}" for s, _ in valid)
-        raise ReplyError(f"the reply holds several different scores ({listed}); give exactly one")
-    return valid[-1]
-
-
-def _from_text(text: str, low: float, high: float) -> tuple[float, dict[str, Any]] | None:
+def _prose_score(text: str) -> float | None:
     found: list[float] = []
-    for pattern in (_SCORE_FIELD, _SCORE_WORD, _FRACTION):
+    spans: list[tuple[int, int]] = []
+    for pattern in _PROSE_SCORES:
         for m in pattern.finditer(text):
-            found.append(_scaled(m[1], m[2], low, high))
-        if found:
-            break
+            if any(a <= m.start(1) < b for a, b in spans):
+                continue
+            spans.append(m.span(1))
+            found.append(_scaled(m[1], m[2]))
     if not found:
         return None
     if len(set(found)) > 1:
         listed = ", ".join(f"{s:g}" for s in dict.fromkeys(found))
-        raise ReplyError(f"the reply holds several different scores ({listed}); give exactly one")
+        raise ReplyError(f"the reply mentions several scores ({listed}); answer with only "
+                         '<eval>{"score": N, ...}</eval>')
     score = found[0]
-    if not math.isfinite(score) or not low <= score <= high:
-        raise ReplyError(f'"score" must be a number from {low:g} to {high:g}, not {score:g}')
+    if not 0 <= score <= 10:
+        raise ReplyError(f'"score" must be a number from 0 to 10, not {score:g}')
+    return score
+
+
+def parse_score(text: str, *, action: str | None = None) -> tuple[float, dict[str, Any]]:
+    """The score of a reply, and its object (keys lower-cased).
+
+    The answer is the reply's one JSON object (inside ``<eval>`` or not), with a "score"
+    (a number, "7", "7/10"); echoed templates (``<number 0-10>``) are no answers. Several
+    objects with different scores, an object that is cut or does not parse, or a key
+    outside the contract (``{"evaluation": {"score": 6}}``) are refused. Without any object, a prose reply is read only when every score
+    it mentions is the same ("Score: 7/10"); "a 10 would need X; I give 6/10" is refused.
+    `action` is the candidate scored (kept for the record's sake; the reply must answer
+    for it alone)."""
+    del action
+    text = strip_reasoning(text)
+    scored = [c for c in json_chunks(text) if not c.template]
+    if scored:
+        distinct: list[JsonChunk] = []
+        for c in scored:
+            if c.problem is None and any(d.problem is None and d.value == c.value for d in distinct):
+                continue
+            distinct.append(c)
+        if len(distinct) == 1:
+            return _score_of(distinct[0])
+        try:
+            readings = [_score_of(c) for c in distinct]
+        except ReplyError:
+            raise ReplyError(f"the reply holds {len(distinct)} different JSON objects; answer with exactly one "
+                             '<eval>{"score": N, ...}</eval>') from None
+        values = list(dict.fromkeys(r[0] for r in readings))
+        if len(values) > 1:
+            listed = ", ".join(f"{v:g}" for v in values)
+            raise ReplyError(f"the reply holds several scores ({listed}); answer with exactly one "
+                             '<eval>{"score": N, ...}</eval>')
+        return readings[-1]
+    if any(c.template for c in json_chunks(text)) and _prose_score(re.sub(r"\{[^{}]*\}", " ", text)) is None:
+        raise ReplyError('the reply only repeats the answer template; fill in a real "score"')
+    score = _prose_score(text)
+    if score is None:
+        raise ReplyError('the reply holds no score; answer with <eval>{"score": N, ...}</eval>')
     return score, {"score": score}
 
 
-def _read_score(source: str, low: float, high: float, action: str | None) -> tuple[float, dict[str, Any]] | None:
-    return _from_objects(json_objects(source), low, high, action) or _from_text(source, low, high)
-
-
-def parse_score(text: str, *, low: float = 0.0, high: float = 10.0,
-                action: str | None = None) -> tuple[float, dict[str, Any]]:
-    """The score of a reply, and its object (keys lower-cased).
-
-    The answer is looked for in the last `<eval>` block that holds one, else in the whole
-    reply: a JSON (or Python) object with a "score" (any case; a number, "7", "7/10"), then a
-    broken object's score field, then `Score: 7` or `7/10`/`7 out of 10` in prose. Echoed
-    templates (placeholders such as "<number 0-10>") are skipped; when several objects give
-    different scores, the one whose "original_step" is `action` wins, and if that does not
-    settle it the reply is ambiguous.
-    """
-    text = _THINK.sub(" ", text)
-    for block in reversed(_EVAL.findall(text)):
-        found = _read_score(block, low, high, action)
-        if found is not None:
-            return found
-    found = _read_score(text, low, high, action)
-    if found is None:
-        raise ReplyError('the reply holds no score; answer with <eval>{"score": N, ...}</eval>')
-    return found
-
-
 def parse_list(text: str) -> list[Any]:
-    """The first list literal in `text` (JSON or Python syntax, fences allowed)."""
-    sources = [m[1] for m in _FENCE.finditer(text)] + [text]
-    for source in sources:
-        start, end = source.find("["), source.rfind("]")
-        if start < 0 or end <= start:
+    """The one list the reply answers with (JSON or Python syntax, fences allowed); a reply
+    with several different lists, or one cut or unparseable, is refused."""
+    chunks = [c for c in json_chunks(strip_reasoning(text), "[") if not c.template]
+    distinct: list[JsonChunk] = []
+    for c in chunks:
+        if c.problem is None and any(d.problem is None and d.value == c.value for d in distinct):
             continue
-        chunk = source[start : end + 1]
-        for loader in (json.loads, ast.literal_eval):
-            try:
-                value = loader(chunk)
-            except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-                continue
-            if isinstance(value, list):
-                return value
-    raise ReplyError("the reply holds no list")
+        distinct.append(c)
+    if not distinct:
+        raise ReplyError("the reply holds no list; answer with the list only")
+    if len(distinct) > 1:
+        raise ReplyError(f"the reply holds {len(distinct)} different lists; answer with exactly one")
+    only = distinct[0]
+    if not only.closed:
+        raise ReplyError("the list is cut off before its end; answer with the whole list")
+    if only.problem is not None:
+        raise ReplyError(f"the list {only.problem}")
+    if not isinstance(only.value, list):
+        raise ReplyError("the reply holds no list; answer with the list only")
+    return only.value
 
 
 _SUMMARY_TAG = re.compile(r"<summary>(.*?)(?:</summary>|$)", re.S | re.I)
@@ -253,7 +225,7 @@ def parse_summary(text: str) -> str:
     present, else the last paragraph after any reasoning, with labels ("Summary:"),
     markdown, bullets and quotes removed; bullet lists are joined into one line. Empty
     replies and refusals are unreadable."""
-    text = _THINK.sub(" ", text).strip()
+    text = strip_reasoning(text).strip()
     tagged = _SUMMARY_TAG.findall(text)
     if tagged and tagged[-1].strip():
         text = tagged[-1]

@@ -18,15 +18,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, Part, TextPart
+from core.replies import JsonChunk, json_chunks, key_name, strip_reasoning
 from gprm.elements import shrink_png
 from gprm.history import Candidate
 from gprm.prompts import render
 from gprm.records import RoutingRecord, ToolUse
-from gprm.replies import ReplyError, json_objects, strip_reasoning
+from gprm.replies import ReplyError
 from gprm.tools import PARSER_TOOL, POINT_TOOL, TOOL_SPECS, Perception
 
-__all__ = ["TERMINATE", "Router", "RoutingReply", "RoutingReplyError", "RoutingResult", "canonical_tool", "check_request", "parse_routing"]
+__all__ = ["TERMINATE", "Router", "RoutingReply", "RoutingReplyError", "RoutingRequest", "RoutingResult", "ToolArguments",
+           "ToolCall", "canonical_tool", "check_request", "parse_routing"]
 
 TERMINATE = "terminate"
 MODULE = "prm"
@@ -70,7 +74,12 @@ TARGET_KEYS = ("target", "description", "query", "param", "element", "text", "la
 _ARG_KEYS = ("arguments", "args", "parameters", "params", "input", "kwargs")
 _LIST_KEYS = ("actions", "tool_calls", "calls", "tools")
 _NAME_KEYS = ("name", "tool", "tool_name", "action", "function")
-_CALL = re.compile(r"\b([A-Za-z][\w ]{0,30}?)\s*\(\s*(?:(\w+)\s*=\s*)?(?:\"([^\"]*)\"|'([^']*)')?\s*\)")
+#: Keys of a request besides the tool list: nothing else may stand beside it.
+_REQUEST_KEYS = ("thought", "thoughts", "reasoning")
+#: A call of a tool: `point(target="Save")`, `ui_parser()`.
+_CALL = re.compile(r"\b([A-Za-z][\w]{0,30})\s*\(\s*(?:(\w+)\s*=\s*)?(?:\"([^\"]*)\"|'([^']*)')?\s*\)")
+#: The same, alone on a line (backticks around it allowed).
+_CALL_LINE = re.compile(r"^\s*`*\s*" + _CALL.pattern + r"\s*`*\s*$")
 
 
 def canonical_tool(name: str) -> str:
@@ -109,7 +118,7 @@ def _item(item: Any) -> tuple[str, dict[str, Any]] | None:
         return canonical_tool(item), {}
     if not isinstance(item, dict):
         return None
-    item = {str(k).lower(): v for k, v in item.items()}
+    item = {key_name(k): v for k, v in item.items()}
     function = item.get("function")
     if isinstance(function, dict):
         return _item(function)
@@ -124,11 +133,15 @@ def _item(item: Any) -> tuple[str, dict[str, Any]] | None:
 
 
 def _from_object(obj: dict[str, Any]) -> RoutingReply | None:
-    lowered = {str(k).lower(): v for k, v in obj.items()}
-    thought = lowered.get("thought")
-    thought = thought if isinstance(thought, str) else None
-    for key in _LIST_KEYS:
-        raw = lowered.get(key)
+    lowered = {key_name(k): v for k, v in obj.items()}
+    thought = next((lowered[k] for k in _REQUEST_KEYS if isinstance(lowered.get(k), str)), None)
+    lists = [k for k in _LIST_KEYS if k in lowered]
+    if lists:
+        extra = sorted(set(lowered) - {lists[0], *_REQUEST_KEYS})
+        if len(lists) > 1 or extra:
+            raise RoutingReplyError("unparseable", f"unknown key {([*lists[1:], *extra])[0]!r} beside "
+                                                   f"{lists[0]!r}; answer with only \"thought\" and \"actions\"")
+        raw = lowered[lists[0]]
         if isinstance(raw, list):
             items = [_item(x) for x in raw]
             if any(x is None for x in items):
@@ -137,32 +150,113 @@ def _from_object(obj: dict[str, Any]) -> RoutingReply | None:
         if isinstance(raw, dict):
             one = _item(raw)
             return RoutingReply(thought, [one]) if one is not None else None
+        return None
     one = _item(lowered)
     return RoutingReply(thought, [one]) if one is not None else None
 
 
+def _tool_arguments(args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments read: the target (its other names already mapped) and terminate's answer
+    (the paper's ``ans``)."""
+    out = {k: args[k] for k in ("target", "answer") if k in args}
+    if "answer" not in out and "ans" in args:
+        out["answer"] = args["ans"]
+    return {k: (v if v is None or isinstance(v, str) else str(v)) for k, v in out.items()}
+
+
+class ToolArguments(BaseModel):
+    """What a tool is asked: the Point tool's target in words, or terminate's answer. Other
+    argument keys (the paper's ``"image": "img_1"``) cannot change what runs and are dropped."""
+
+    model_config = ConfigDict(extra="ignore")
+    target: str | None = None
+    answer: str | None = None
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    """The tool's canonical name (`canonical_tool`)."""
+    arguments: ToolArguments = Field(default_factory=ToolArguments)
+
+
+class RoutingRequest(BaseModel):
+    """The router's JSON contract: a thought, then the tools to run in order. The names and
+    shapes models use for the same request (the paper's ``omni_parser`` and ``Point`` with
+    ``param``, OpenAI's ``tool_calls``, a single call object) are read into it, as listed in
+    `TOOL_NAMES`, `TARGET_KEYS` and the key lists above; any other key beside the tools is
+    refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    thought: str = ""
+    actions: list[ToolCall]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        found = _from_object(data)
+        if found is None:
+            raise ValueError(f"the JSON object names no tool; answer with {_FORMAT}")
+        return {"thought": found.thought or "", "actions": [{"name": name, "arguments": _tool_arguments(args)}
+                                                            for name, args in found.actions]}
+
+    def request(self) -> RoutingReply:
+        """The (tool, arguments) pairs to run, in order."""
+        return RoutingReply(self.thought or None,
+                            [(c.name, c.arguments.model_dump(exclude_none=True)) for c in self.actions])
+
+
+_FORMAT = '{"thought": "...", "actions": [{"name": "<tool>", "arguments": {...}}]}'
+
+
+def _distinct(chunks: list[JsonChunk]) -> list[JsonChunk]:
+    out: list[JsonChunk] = []
+    for c in chunks:
+        if not any(o.problem is None and c.problem is None and o.value == c.value for o in out):
+            out.append(c)
+    return out
+
+
 def parse_routing(text: str) -> RoutingReply:
-    """The tools a routing reply asks for. The last object that reads as a request wins
-    (models echo the prompt's examples first); without JSON, a call such as
-    `point(target="Save")` counts when it names a known tool."""
+    """The tools a routing reply asks for: its one JSON request (reasoning drafts removed);
+    several different objects (an echoed example and the request, a request and a plan)
+    are refused, never resolved by picking one. Without JSON, one call of a known tool
+    standing alone on the reply's last line, such as `point(target="Save")`, is the
+    request; a call mentioned in prose ("later I will point(target='Save')"), or several
+    calls, are none."""
     text = strip_reasoning(text)
-    for obj in reversed(json_objects(text)):
-        found = _from_object(obj)
-        if found is not None:
-            return found
-    calls = []
-    for m in _CALL.finditer(text):
-        name = canonical_tool(m[1].strip().split(" ")[-1])
+    chunks = _distinct([c for c in json_chunks(text) if not c.template])
+    if len(chunks) > 1:
+        raise RoutingReplyError("unparseable", f"the reply holds {len(chunks)} different JSON objects (an example or a "
+                                               f"plan besides the request?); answer with exactly one: {_FORMAT}")
+    if chunks:
+        only = chunks[0]
+        if not only.closed or only.problem is not None:
+            why = "is cut off before its end" if not only.closed else only.problem
+            raise RoutingReplyError("unparseable", f"the JSON request {why}; answer again with the whole object")
+        try:
+            return RoutingRequest.model_validate(only.value).request()
+        except RoutingReplyError:
+            raise
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            message = first["msg"].removeprefix("Value error, ")
+            raise RoutingReplyError("unparseable", f"{where}: {message}" if where else message) from None
+    calls = [m for m in _CALL.finditer(text) if canonical_tool(m[1]) in (PARSER_TOOL, POINT_TOOL, TERMINATE)]
+    lines = [line for line in text.strip().splitlines() if line.strip() and line.strip("` ") not in ("", "python")]
+    m = _CALL_LINE.match(lines[-1]) if len(calls) == 1 and lines else None
+    if m is not None:
+        name = canonical_tool(m[1])
         if name in (PARSER_TOOL, POINT_TOOL, TERMINATE):
             value = m[3] if m[3] is not None else m[4]
             args: dict[str, Any] = {}
             if value is not None:
                 args = {"answer": value} if name == TERMINATE else {"target": value}
-            calls.append((name, args))
-    if calls:
-        return RoutingReply(None, calls[-1:])
-    raise RoutingReplyError("unparseable", 'the reply holds no tool request; answer with one JSON object: '
-                                           '{"thought": "...", "actions": [{"name": "<tool>", "arguments": {...}}]}')
+            return RoutingReply(None, [(name, args)])
+    raise RoutingReplyError("unparseable", f"the reply holds no tool request; answer with one JSON object: {_FORMAT}")
 
 
 @dataclass
@@ -202,7 +296,8 @@ class Router:
         for attempt in range(self.max_reasks + 1):
             record.calls += 1
             try:
-                reply = await self.model.generate(messages, module=MODULE, config=self.config)
+                reply = await self.model.generate(messages, module=MODULE,
+                                                  config=self.model.reply_config(self.config, RoutingRequest))
             except ModelCallError as e:
                 record.stop = "error"
                 record.problem = record.error = f"the routing call failed: {str(e)[:300]}"

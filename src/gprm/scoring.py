@@ -16,7 +16,7 @@ from gprm.elements import shrink_png
 from gprm.history import Candidate
 from gprm.prompts import render
 from gprm.records import CandidateScore
-from gprm.replies import ReplyError, parse_score
+from gprm.replies import ReplyError, ScoreReply, parse_score
 
 __all__ = ["CALL_FAILED", "ScoreContext", "Scorer"]
 
@@ -93,7 +93,8 @@ class Scorer:
         result = CandidateScore(index=index, thought=candidate.thought, action=candidate.action, seed=candidate.seed)
         for attempt in range(self.max_reasks + 1):
             try:
-                reply = await self.model.generate(messages, module=MODULE, config=self.config)
+                reply = await self.model.generate(messages, module=MODULE,
+                                                  config=self.model.reply_config(self.config, ScoreReply))
             except ModelCallError as e:
                 result.attempts, result.error = attempt + 1, f"{CALL_FAILED}: {str(e)[:300]}"
                 return result

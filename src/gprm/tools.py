@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.images import decode_png, downscale, encode_png
+from core.images import decode_png, downscale, encode_png, resize
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ImagePart, ModelCallError, TextPart
 from gprm.elements import ParsedScreen, draw_star, elements_text
 from gprm.pointing import Convention, PointAnswer, match_element, read_point
@@ -61,8 +61,9 @@ class Perception:
     parser: UIParser | None = None
     pointer: ChatModel | None = None
     point_mode: PointMode = "auto"
-    #: The coordinate space the pointing prompt declares (Molmo answers in percent).
-    point_coordinates: Convention = "percent"
+    #: The coordinate space the pointing prompt declares (Molmo answers in percent); "profile":
+    #: the pointing model's own (its profile's vision rules: pixels, thousandths, Gemini's).
+    point_coordinates: Convention | Literal["profile"] = "percent"
     #: Re-asks of the pointing model after an unreadable reply.
     max_reasks: int = 1
     #: False leaves the Point tool out (the paper's ablation without Point).
@@ -183,15 +184,18 @@ class Perception:
     async def _point_by_model(self, target: str, size: tuple[int, int]) -> tuple[PointAnswer | None, str]:
         assert self.pointer is not None
         img = decode_png(self.screenshot)
+        vision = self.pointer.api.profile.vision
         sent = downscale(img, self.image_side)
+        sent = resize(sent, vision.fit(*sent.size))  # the size the pointing model sees unshrunk
         data = self.screenshot if sent is img else encode_png(sent)
-        prompt = render("point_user", target=target, coordinates=self.point_coordinates,
+        coordinates: Convention = vision.points if self.point_coordinates == "profile" else self.point_coordinates
+        prompt = render("point_user", target=target, coordinates=coordinates,
                         width=sent.size[0], height=sent.size[1])
         messages = [ChatMessage(role="user", content=[TextPart(text=prompt), ImagePart(data=data)])]
         for attempt in range(self.max_reasks + 1):
             reply = await self.pointer.generate(messages, module=MODULE, config=GenerateConfig.deterministic())
             try:
-                answer = read_point(reply.text, size, coordinates=self.point_coordinates, sent_size=sent.size)
+                answer = read_point(reply.text, size, coordinates=coordinates, sent_size=sent.size)
             except ReplyError as e:
                 if attempt < self.max_reasks:
                     messages = [*messages, ChatMessage(role="assistant", content=reply.text[:2000] or "(empty)"),

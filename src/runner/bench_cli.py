@@ -17,8 +17,9 @@ from rich.markup import escape
 
 from core.config import ConfigError, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm.notices import watching_retries
 from core.protocols import EnvError
-from core.trajectory import RunLayout, Task, TaskResult, check_name
+from core.trajectory import RunLayout, check_name
 from environments.kinds import field_help, get_kind
 from environments.tasks import SUITE_DIR, TaskError
 
@@ -41,13 +42,17 @@ from .metrics import compute_metrics, format_metrics, write_metrics
 from .models import build_models
 from .models_cli import check_models
 from .module_errors import summarize_errors
-from .osworld_export import ExportError, export_osworld
+from .noop_policy import NOOP_NOTE, is_noop, register_noop
+from .osworld_export import LEFT_OUT_FILE, ExportError, ExportReport, export_osworld
 from .presets import with_preset
 from .pricing import check_prices, unpriced_line
+from .progress import RetryPrinter
 from .report import write_report
 from .resume import ResumeMismatch, identity_of, read_manifest
 from .retry import check_critic
+from .run_log import run_log
 from .running import run_async, with_simulation_label
+from .task_errors import EXIT_TASK_ERRORS, TaskLines, summarize_task_errors
 from .wide_cli import check_wide, missing_key_line, prepare_wide
 
 __all__ = ["app"]
@@ -78,10 +83,11 @@ Opt = typer.Option
 
 def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, Any], *, domain: str | None,
            limit: int | None, parallel: int, export: Path | None, config: list[str] | None,
-           preset: str | None = None, guides: str | None = None, variant: str | None = None) -> None:
+           preset: str | None = None, guides: str | None = None, variant: str | None = None,
+           verbose: bool = False) -> None:
     if guides is not None:
         _bench_guides(suite, list_file, examples, opts, domain=domain, limit=limit, parallel=parallel,
-                      export=export, config=with_preset(preset, config), guides=guides)
+                      export=export, config=with_preset(preset, config), guides=guides, verbose=verbose)
         return
     console = Console(highlight=False)
     rollouts, mixture = opts.get("wide__rollouts"), opts.get("wide__mixture")
@@ -106,6 +112,9 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         if cfg.policy.model == DEMO_MODEL:
             _demo_only(bench)
             cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
+        elif is_noop(cfg.policy.model):
+            register_noop(cfg.policy.model)
+            cfg = cfg.model_copy(update={"label": cfg.label or NOOP_NOTE})
         cfg = with_simulation_label(prepare_wide(cfg))
     except (ConfigError, EnvError, TaskError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
@@ -119,7 +128,8 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
     try:
         models = build_models(cfg, ledger)
     except MissingAPIKeyError as e:
-        raise _fail(f"{cfg.policy.model} needs an API key: set {e.variable}") from None
+        raise _fail(f"{cfg.policy.model} needs an API key: set {e.variable} (or check the tasks without a key: "
+                    "--model scripted/noop, or `agent-s3 tasks check`)") from None
     except UnknownProviderError as e:
         raise _fail(str(e)) from None
     console.print(f"[bold]bench[/bold] {suite}: {len(bench.tasks)} tasks, {len(bench.skipped)} skipped "
@@ -134,17 +144,12 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         console.print(f"[bold]resuming[/bold] run {escape(layout.run_id)}: its finished rollouts are kept, the "
                       "rest run (pass another --run-id for a new run)")
 
-    async def landed(task: Task, result: TaskResult | BaseException) -> None:
-        if isinstance(result, BaseException):
-            console.print(f"[red]{escape(task.id)}[/red] failed: {escape(str(result)[:200])}")
-        else:
-            score = "—" if result.selected_score is None else f"{result.selected_score:g}"
-            console.print(f"[bold]{escape(task.id)}[/bold] selected {result.selected} score {score}, "
-                          f"pass@{result.n} {result.pass_at_n}")
+    landed = TaskLines(console, len(bench.tasks))
 
     try:
-        done = run_async(cfg, run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
-                                     concurrency=parallel, on_task=landed))
+        with run_log(layout.path, verbose=verbose), watching_retries(RetryPrinter(console)):
+            done = run_async(cfg, run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
+                                            concurrency=parallel, on_task=landed))
     except ResumeMismatch as e:
         raise _fail(str(e)) from None
     except KeyboardInterrupt:
@@ -165,18 +170,32 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
             exported = export_osworld(layout, export, domains=bench.domains)
         except ExportError as e:
             raise _fail(str(e)) from None
+        _print_left_out(console, exported)
         console.print(f"[bold]exported[/bold] {len(exported.written)} tasks to {exported.folder}")
     if cfg.policy.model.startswith("scripted/") or (cfg.label and "scripted" in cfg.label.lower()):
-        console.print("[bold yellow]SCRIPTED[/bold yellow] replies came from a script, not a model")
+        console.print(f"[bold yellow]SCRIPTED[/bold yellow] replies came from a script, not a model"
+                      f"{': ' + escape(cfg.label) if cfg.label else ''}")
     if cfg.label and "SIMULATED" in cfg.label:
         console.print("[bold yellow]SIMULATED[/bold yellow] no desktop ran and no model was called: every figure "
                       "above is simulated (seconds are simulated seconds)")
+    task_status = summarize_task_errors(console, layout)
     module_status = summarize_errors(console, layout, cfg.max_module_error_share)
-    console.print(f"[bold]files[/bold] {layout.path} (summary.json, report.html)")
+    console.print(f"[bold]files[/bold] {layout.path} (summary.json, report.html, run.log)")
     if done.errors:
         raise typer.Exit(code=1)
-    if module_status:
-        raise typer.Exit(code=module_status)
+    if task_status or module_status:
+        raise typer.Exit(code=task_status or module_status)
+
+
+def _print_left_out(console: Console, exported: ExportReport) -> None:
+    """The tasks the export left out: unfinished ones by name, errored ones counted (each is
+    named in the errors below); all are in the export's left_out.json."""
+    for task_id, why in sorted(exported.skipped.items()):
+        console.print(f"  [yellow]left out of the export[/yellow] {escape(task_id)}: {escape(why)}")
+    if exported.errored:
+        where = exported.folder / LEFT_OUT_FILE if exported.folder else LEFT_OUT_FILE
+        console.print(f"  [yellow]left out of the export[/yellow] {len(exported.errored)} errored tasks (no score, "
+                      f"no result.txt: their setup or scorer failed); listed in {escape(str(where))}")
 
 
 def _bench_guides(suite: str, list_file: Path, examples: Path | None, opts: dict[str, Any], *, guides: str,
@@ -198,7 +217,7 @@ def _bench_guides(suite: str, list_file: Path, examples: Path | None, opts: dict
         try:
             _bench(suite, list_file, examples, {**opts, "run_id": f"{run_id}-{variant}"}, variant=variant, **kw)
         except typer.Exit as e:
-            if e.exit_code != 1:
+            if e.exit_code not in (1, EXIT_TASK_ERRORS):
                 raise
             failed.append(variant)
     cfg = load_run_config([*(kw.get("config") or []), _overrides(opts)])
@@ -258,6 +277,8 @@ _NET = Annotated[str | None, Opt("--network", help=field_help("network"))]
 _EXPORT = Annotated[Path | None, Opt("--export", help="Also write the selected rollouts in OSWorld's results layout here.")]
 _CFG = Annotated[list[str] | None, Opt("-c", "--config", help="A run YAML file or a key=value override; repeatable.")]
 _PRESET = Annotated[str | None, Opt("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read before any -c.")]
+_VERBOSE = Annotated[bool, Opt("--verbose", "-v", help="Also show OSWorld's own log lines (desktop-env's loggers and "
+                                 "prints) on the terminal; they always go to the run folder's run.log.")]
 _GUIDES = Annotated[str | None, Opt("--guides", help="Compare step guides on the same seeds, e.g. "
                                     "none,prm,gprm,gprm-no-memory,gprm-no-tools,gprm-no-point; one run each and a table.")]
 
@@ -272,6 +293,7 @@ def bench_osworld(
     strategy: _STRAT = None, domain: _DOMAIN = None, limit: _LIMIT = None, out: _OUT = None, run_id: _RID = None,
     max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
     export: _EXPORT = None, config: _CFG = None, preset: _PRESET = None, guides: _GUIDES = None, network: _NET = None,
+    verbose: _VERBOSE = False,
 ) -> None:
     """Run an OSWorld task list (unsupported tasks are skipped and named)."""
     opts = _common(model=model, base_url=base_url, env=env, url=url, image=image, out=out, run_id=run_id,
@@ -279,7 +301,7 @@ def bench_osworld(
                    settle=settle, strategy=strategy, rollouts=rollouts, mixture=mixture, judge=judge,
                    judge_model=judge_model, judge_base_url=judge_base_url, seed=seed, network=network)
     _bench("osworld", tasks, examples, opts, domain=domain, limit=limit, parallel=parallel, export=export,
-           config=config, preset=preset, guides=guides)
+           config=config, preset=preset, guides=guides, verbose=verbose)
 
 
 @app.command("local")
@@ -290,7 +312,7 @@ def bench_local(
     max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
     export: _EXPORT = None, config: _CFG = None, preset: _PRESET = None, guides: _GUIDES = None,
     task_ids: Annotated[list[str] | None, Opt("--task", help="Only these suite tasks (repeatable).")] = None,
-    network: _NET = None, env: _ENV = None, image: _IMAGE = None,
+    network: _NET = None, env: _ENV = None, image: _IMAGE = None, verbose: _VERBOSE = False,
 ) -> None:
     """Run the local suite (on desktops of this machine unless --env says otherwise)."""
     opts = _common(model=model, base_url=base_url, env=env, image=image, out=out, run_id=run_id,
@@ -300,7 +322,7 @@ def bench_local(
     if task_ids:
         list_file = _subset_list(task_ids, Path(opts.get("out_dir") or "runs"))
     _bench("local", list_file, SUITE_DIR / "examples", opts, domain=domain, limit=limit, parallel=parallel,
-           export=export, config=config, preset=preset, guides=guides)
+           export=export, config=config, preset=preset, guides=guides, verbose=verbose)
 
 
 def _subset_list(task_ids: list[str], out: Path) -> Path:
@@ -354,8 +376,8 @@ def export_command(
                                 action_space=action_space, observation_type=observation_type)
     except ExportError as e:
         raise _fail(str(e)) from None
-    for task_id, why in sorted(report.skipped.items()):
-        typer.echo(f"skipped {task_id}: {why}")
+    for task_id, why in sorted({**report.skipped, **report.errored}.items()):
+        typer.echo(f"left out {task_id}: {why}")
     for task_id, why in sorted(report.without_trajectory.items()):
         typer.echo(f"scored 0 without a trajectory {task_id}: {why}")
     typer.echo(f"exported {len(report.written)} tasks to {report.folder}")

@@ -2,29 +2,39 @@
 last action, status), redrawn in place by rich while the rollouts run.
 
 It is fed by the wide strategy's watch callback (status changes) and a step hook (steps
-as they land), so what it shows is what was stored. Under the table, a line counts the
-guide records and model calls that failed for good so far (`ErrorTally`).
+as they land), so what it shows is what was stored. A rollout whose task setup or scorer
+failed shows ``setup_failed`` / ``scoring_failed`` in red. Under the table, a line counts
+those, and the guide records and model calls that failed for good so far (`ErrorTally`);
+below it, each model call being retried now (which module, why, how long so far).
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from core import clock
 from core.llm import Ledger
+from core.llm.notices import RetryNotice
+from core.trajectory import TASK_ERRORS
 
 from .module_errors import ErrorTally
 from .progress import describe_action
 from .rollout import StepEvent
+from .run_log import official_output_to_log
 
 __all__ = ["RolloutBoard"]
 
-_COLOURS = {"done": "green", "running": "cyan", "failed": "yellow", "errored": "red", "environment_lost": "red"}
+_COLOURS = {"done": "green", "running": "cyan", "failed": "yellow", "errored": "red", "environment_lost": "red",
+            "setup_failed": "red", "scoring_failed": "red"}
 
 
 @dataclass
@@ -47,7 +57,17 @@ class RolloutBoard:
         self.rows: dict[tuple[str, int], _Row] = {}
         self.tally = ErrorTally()
         self.ledger = ledger
+        #: Calls being retried now, by call: shown under the table until they end.
+        self.retrying: dict[str, RetryNotice] = {}
         self._live: Live | None = None
+
+    def retry(self, notice: RetryNotice) -> None:
+        """A retry listener (`core.llm.notices.watching_retries`)."""
+        if notice.kind == "done":
+            self.retrying.pop(notice.call, None)
+        else:
+            self.retrying[notice.call] = notice
+        self._refresh()
 
     def watch(self, task_id: str, k: int, status: str, model: str, attempt: int) -> None:
         row = self.rows.setdefault((task_id, k), _Row(model=model))
@@ -70,7 +90,12 @@ class RolloutBoard:
         if self.ledger is not None:
             self.tally.follow(self.ledger)
         failing = bool(self.tally.failed or self.tally.failed_calls)
-        caption = f"[red]{escape(self.tally.line())}[/red]" if failing else f"[dim]{self.tally.line()}[/dim]"
+        line = self.tally.line()
+        errored = Counter(row.status for row in self.rows.values() if row.status in TASK_ERRORS)
+        if errored:
+            failing = True
+            line = "task errors: " + ", ".join(f"{s} {n}" for s, n in sorted(errored.items())) + "; " + line
+        caption = f"[red]{escape(line)}[/red]" if failing else f"[dim]{escape(line)}[/dim]"
         table = Table(expand=False, box=None, pad_edge=False, caption=caption, caption_justify="left")
         for name in ("task", "#", "model", "try", "step", "last action", "status", "s"):
             table.add_column(name, no_wrap=name != "last action", overflow="ellipsis")
@@ -85,10 +110,18 @@ class RolloutBoard:
                           escape(row.action[:60]), status, f"{seconds:.0f}")
         return table
 
-    def live(self) -> Live:
-        self._live = Live(self.table(), console=self.console, refresh_per_second=4, transient=False)
-        return self._live
+    def view(self) -> Group:
+        """The table, then a line per model call being retried now."""
+        lines = [Text(notice.line(), style="yellow") for notice in list(self.retrying.values())[:6]]
+        return Group(self.table(), *lines)
+
+    @contextmanager
+    def live(self) -> Iterator[Live]:
+        """Show the table while inside; what OSWorld's code prints meanwhile stays in the log."""
+        self._live = Live(self.view(), console=self.console, refresh_per_second=4, transient=False)
+        with self._live, official_output_to_log():
+            yield self._live
 
     def _refresh(self) -> None:
         if self._live is not None:
-            self._live.update(self.table())
+            self._live.update(self.view())

@@ -21,8 +21,9 @@ from rich.markup import escape
 
 from core.config import ConfigError, dump_config, redact_urls
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm.notices import watching_retries
 from core.protocols import EnvError
-from core.trajectory import RunLayout, Task, check_name
+from core.trajectory import WORLD_FAILURES, RunLayout, Task, check_name
 from environments.kinds import field_help, get_kind
 
 from .aws_cli import app as aws_app
@@ -40,15 +41,19 @@ from .kind_options import ENV_HELP, env_option, environment_overrides
 from .models import ModelSet, build_models, settled_config
 from .models_cli import check_models, models_app
 from .module_errors import ErrorTally, summarize_errors
+from .noop_policy import NOOP_NOTE, is_noop, register_noop
 from .presets import with_preset
 from .pricing import check_prices, unpriced_line
-from .progress import StepPrinter
+from .progress import RetryPrinter, StepPrinter
 from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
+from .run_log import official_output_to_log, run_log
 from .running import run_async, with_simulation_label
 from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
 from .sweep_cli import sweep_command
+from .task_check_cli import app as tasks_app
+from .task_errors import summarize_task_errors
 from .tasks import check_task_platform, resolve_task
 from .wide_cli import check_wide, missing_key_line, prepare_wide, run_wide, summarize
 
@@ -63,6 +68,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(aws_app, name="aws")
 app.command("sweep")(sweep_command)
 app.add_typer(models_app, name="models")
+app.add_typer(tasks_app, name="tasks")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -122,6 +128,7 @@ def run(
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="With --executor ray: local (start Ray here), auto (this machine's cluster) or ray://HEAD:10001.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="The --run-id exists: keep the rollouts it finished and run the rest.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="The --run-id exists: delete that run folder and start afresh.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show OSWorld's own log lines on the terminal (they always go to the run folder's run.log).")] = False,
 ) -> None:
     """Run one task: set it up, run a rollout with live progress, evaluate, report."""
     console = Console(highlight=False)
@@ -144,6 +151,9 @@ def run(
         if cfg.policy.model == DEMO_MODEL:
             register_demo(the_task.id)
             cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
+        elif is_noop(cfg.policy.model):
+            register_noop(cfg.policy.model)
+            cfg = cfg.model_copy(update={"label": cfg.label or NOOP_NOTE})
         rid = check_name("run id", cfg.run_id or _new_run_id())
         cfg.environment.check()
         check_critic(cfg)
@@ -170,7 +180,8 @@ def run(
     except MissingAPIKeyError as e:
         raise _fail(
             f"{cfg.policy.model} needs an API key: set {e.variable} "
-            f"(or run the scripted demo policy with --model {DEMO_MODEL})"
+            f"(or run the scripted demo policy with --model {DEMO_MODEL}, or end any task at once with "
+            "--model scripted/noop)"
         ) from None
     except UnknownProviderError as e:
         raise _fail(str(e)) from None
@@ -183,7 +194,8 @@ def run(
         console.print(f"[bold]resumed[/bold] keeping the rollouts run {escape(rid)} finished; running the rest")
     if cfg.strategy == "wide":
         try:
-            wide = run_async(cfg, run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
+            with run_log(layout.path, verbose=verbose):
+                wide = run_async(cfg, run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
         except KeyboardInterrupt:
             console.print(f"[yellow]interrupted[/yellow]; the desktops were stopped. Files so far: {layout.path}")
             raise typer.Exit(code=130) from None
@@ -192,24 +204,27 @@ def run(
         except EnvError as e:
             raise _fail(f"{e} (run folder: {layout.path})") from None
         summarize(console, cfg, the_task, wide, layout)
-        _exit_on_module_errors(console, cfg, layout)
+        _exit_on_errors(console, cfg, layout)
         return
     try:
-        outcome = run_async(cfg, _run(cfg, the_task, layout, models, ledger, console, resume=resumed))
+        with run_log(layout.path, verbose=verbose):
+            outcome = run_async(cfg, _run(cfg, the_task, layout, models, ledger, console, resume=resumed))
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]; the desktop was stopped. Files so far: {layout.path}")
         raise typer.Exit(code=130) from None
     except EnvError as e:
         raise _fail(f"{e} (run folder: {layout.path})") from None
     _report(console, cfg, the_task, outcome, ledger, layout)
-    _exit_on_module_errors(console, cfg, layout)
+    _exit_on_errors(console, cfg, layout)
 
 
-def _exit_on_module_errors(console: Console, cfg: RunConfig, layout: RunLayout) -> None:
-    """Say the failures per module; exit non-zero past `max_module_error_share`."""
+def _exit_on_errors(console: Console, cfg: RunConfig, layout: RunLayout) -> None:
+    """Say whether the task errored (its setup or scorer failed) and the failures per module;
+    exit `EXIT_TASK_ERRORS` for the first, `EXIT_MODULE_ERRORS` past `max_module_error_share`."""
+    task_status = summarize_task_errors(console, layout)
     status = summarize_errors(console, layout, cfg.max_module_error_share)
-    if status:
-        raise typer.Exit(code=status)
+    if task_status or status:
+        raise typer.Exit(code=task_status or status)
 
 
 async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, ledger: Ledger,
@@ -227,7 +242,8 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             assert isinstance(strategy, SingleRollout | RetryUntilSuccess)
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[StepPrinter(console, tally=ErrorTally(), ledger=ledger)])
-            with console.status(f"running {task.id} ...", spinner="dots"):
+            with console.status(f"running {task.id} ...", spinner="dots"), official_output_to_log(), \
+                    watching_retries(RetryPrinter(console)):
                 await strategy(run)
             if isinstance(strategy, RetryUntilSuccess):
                 for attempt in strategy.history[task.id]:
@@ -252,13 +268,15 @@ def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> 
 def _report(console: Console, cfg: RunConfig, task: Task, outcome: RolloutOutcome, ledger: Ledger,
             layout: RunLayout) -> None:
     result = outcome.result
-    colour = "green" if result.status == "done" else "yellow"
+    colour = "green" if result.status == "done" else "red" if result.status in WORLD_FAILURES else "yellow"
     console.print(f"[bold]outcome[/bold] [{colour}]{result.status}[/{colour}] after {result.steps} steps "
                   f"in {result.seconds:.1f} s: {escape(result.reason)}")
     if outcome.score is not None:
         console.print(f"[bold]score[/bold] {outcome.score:g} (the task's evaluator)")
-    elif outcome.score_error:
-        console.print(f"[bold]score[/bold] none: the evaluator failed: {escape(outcome.score_error)}")
+    elif outcome.error is not None:
+        why = f": {escape(outcome.error.reason)}" if outcome.error.outcome == "scoring_failed" else ""
+        console.print(f"[bold]score[/bold] [red]none: {outcome.error.outcome}[/red], an error of the task or the "
+                      f"environment, not a score{why}")
     else:
         console.print("[bold]score[/bold] none (the task has no evaluator, or the rollout did not finish)")
     total = ledger.total()

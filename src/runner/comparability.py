@@ -35,8 +35,11 @@ def read_label(layout: RunLayout) -> dict[str, Any] | None:
 def record_environment(layout: RunLayout, facts: WorkerFacts) -> dict[str, Any]:
     """Write (or keep) the run's label from what its environment says of itself (blocking)."""
     before = read_label(layout) or {}
-    note = facts.leaderboard_note or before.get("comparability_note")
-    data = {"leaderboard_comparable": note is None, "comparability_note": note}
+    now = facts.leaderboard_comparable if facts.leaderboard_comparable is not None else facts.leaderboard_note is None
+    was = bool(before.get("leaderboard_comparable", True))
+    # A run that ever ran somewhere not comparable keeps that label; otherwise this environment's note.
+    note = facts.leaderboard_note if was else before.get("comparability_note")
+    data = {"leaderboard_comparable": now and was, "comparability_note": note}
     layout.path.mkdir(parents=True, exist_ok=True)
     write_json_atomic(layout.path / ENVIRONMENT_FILE, data, durable=layout.durable)
     return data
@@ -53,7 +56,8 @@ def label_fields(layout: RunLayout) -> dict[str, Any]:
 
 
 def label_line(layout: RunLayout) -> str:
-    """One line for people: the scorer, and the label when scores are not comparable."""
+    """One line for people: the scorer, and the environment's note (why scores are not
+    comparable, or how a comparable environment differs on purpose)."""
     fields = label_fields(layout)
     note = fields.get("comparability_note")
     return f"scored by {fields['scorer']}" + (f"; {note}" if note else "")

@@ -115,7 +115,7 @@ class RolloutConfig(_Section):
 
 
 class LimitsConfig(_Section):
-    """How the run shares its providers' rate limits (see `core.llm.limits`)."""
+    """How the run shares its providers' rate limits (see `core.llm.rate_budget`)."""
 
     pacing: bool = True
     """Pace every call of the run through one budget per provider endpoint and model,

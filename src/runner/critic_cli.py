@@ -3,16 +3,13 @@
 ``critic RUN_DIR`` grades every finished rollout, saves each deliberation beside it
 (``critic-<name>.json``), prints one line per rollout and, where the evaluators scored the
 rollouts, how often the critic agrees with them. ``filter RUN_DIR --out DIR`` copies the
-rollouts the critic accepts into a run folder of their own. ``critic-bench LABELS.jsonl``
-scores critics (and verdicts recorded elsewhere) against ground-truth labels; with
-``--labels-from RUN_DIR --write LABELS.jsonl`` it first makes such labels from a run's
-evaluator scores. Critic calls go to the run's ``ledger.jsonl`` (module ``critic``).
+rollouts the critic accepts into a run folder of their own. ``critic-bench`` lives in
+`runner.critic_bench_cli`. Critic calls go to the run's ``ledger.jsonl`` (module ``critic``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,32 +17,21 @@ from typing import Annotated, Any
 
 import typer
 
-from core.atomic import write_text_atomic
 from core.config import ConfigError, load_config
 from core.llm import ChatModel, Ledger, MissingAPIKeyError, ScriptError, UnknownProviderError
 from core.trajectory import RunLayout
 from themis import (
     CRITICS,
-    FORMATS,
-    BenchResult,
     Critic,
     Graded,
-    LabelEntry,
     Published,
     TaskInfo,
-    bench_critic,
     detect_format,
     export_accepted,
     grade_many,
-    group_of,
-    labels_from_run,
-    load_predictions,
     make_critic,
     read_labels,
-    render_table,
-    results_json,
     run_items,
-    score_predictions,
     trace_source,
 )
 
@@ -321,147 +307,10 @@ def filter_run(
     typer.echo(f"{name}: exported {len(written)} of {len(graded)} rollouts to {out_layout.path}")
 
 
-def _write_labels(path: Path, labels: list[LabelEntry]) -> None:
-    lines = [entry.model_dump_json(exclude_none=True) for entry in labels]
-    write_text_atomic(path, "".join(line + "\n" for line in lines))
-
-
-def critic_bench(
-    labels: Annotated[Path | None, typer.Argument(help="Labels: a JSONL file (id, label, platform, rollout), or "
-                                                  "published data read as it is (OGRBench folder, OSReward traces, "
-                                                  "AgentRewardBench annotations.csv, Online-Mind2Web human_label.json).")] = None,
-    names: Annotated[list[str] | None, typer.Option("--critic", help=f"A critic to run: {', '.join(CRITICS)}; repeatable.")] = None,
-    predictions: Annotated[list[Path] | None, typer.Option("--predictions", help="Verdicts recorded elsewhere (id -> 0/1); repeatable.")] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="The critics' model as provider/model.")] = None,
-    base_url: BaseUrl = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON here.")] = None,
-    labels_from: Annotated[Path | None, typer.Option("--labels-from", help="Make labels from a run's evaluator scores.")] = None,
-    write: Annotated[Path | None, typer.Option("--write", help="With --labels-from: the labels file to write.")] = None,
-    concurrency: Concurrency = 4,
-    errors: Annotated[str, typer.Option("--errors", help="Verdicts whose critic failed: 'exclude' them from the "
-                                        "metrics or 'reject' (count as 0). Always counted in the err column.")] = "exclude",
-    skip_missing: Annotated[bool, typer.Option("--skip-missing", help="Leave labelled ids without a prediction out "
-                                               "of the metrics (default: count them as 0).")] = False,
-    by: Annotated[str, typer.Option("--by", help="Label field(s) to group by, comma-separated "
-                                    "(e.g. benchmark,agent).")] = "platform",
-    undefined: Annotated[str, typer.Option("--undefined", help="Undefined ratios: 'dash' (shown as —, macro "
-                                           "average undefined), 'skip' (left out of macro averages) or 'zero'.")] = "dash",
-    option: OptionList = None,
-    options_file: OptionsFile = None,
-    fmt: Annotated[str | None, typer.Option("--format", help=f"The labels' format: {', '.join(FORMATS)} "
-                                             "(default: detected from the path).")] = None,
-    only: Annotated[list[str] | None, typer.Option("--only", help="Keep the labels whose field has this value "
-                                                   "(field=value, e.g. split=test); repeatable.")] = None,
-) -> None:
-    """Accuracy, precision, recall and F1 against labels, overall, per group and macro-averaged.
-
-    Scores each --critic (run on the labelled rollouts) and each --predictions file."""
-    if errors not in ("exclude", "reject"):
-        raise _fail(f"--errors {errors!r}: use exclude or reject")
-    if undefined not in ("dash", "skip", "zero"):
-        raise _fail(f"--undefined {undefined!r}: use dash, skip or zero")
-    fields = [f.strip() for f in by.split(",") if f.strip()]
-    if not fields:
-        raise _fail("--by needs at least one label field, e.g. --by platform")
-    rules = {"on_error": errors, "skip_missing": skip_missing, "by": fields, "undefined": undefined}
-    entries = _labels(labels, labels_from, write, fmt, only)
-    if not names and not predictions:
-        if write is not None:
-            return  # only asked to write labels
-        raise _fail("name a critic with --critic or a verdicts file with --predictions")
-    results: list[BenchResult] = []
-    for path in predictions or []:
-        try:
-            results.append(score_predictions(path.stem, entries, load_predictions(path), **rules))  # type: ignore[arg-type]
-        except (OSError, ValueError) as e:
-            raise _fail(str(e)) from None
-    if names:
-        if model is None:
-            raise _fail("name the critics' model with --model provider/model")
-        try:
-            made = {n: _options(n, option, options_file) for n in dict.fromkeys(names)}
-            scored = _bench(made, ModelConfig(model=model, base_url=base_url), entries, concurrency, rules)
-        except ValueError as e:
-            raise _fail(str(e)) from None
-        results = [*scored, *results]
-    typer.echo(render_table(results))
-    if json_out is not None:
-        write_text_atomic(json_out, json.dumps(results_json(results), indent=2) + "\n")
-        typer.echo(f"results written to {json_out}")
-
-
-def _labels(labels: Path | None, labels_from: Path | None, write: Path | None, fmt: str | None = None,
-            only: list[str] | None = None) -> list[LabelEntry]:
-    """The labelled set: read from a file, or made from a run (and written, with --write)."""
-    if labels_from is not None:
-        if labels is not None:
-            raise _fail("give either a labels file or --labels-from RUN_DIR, not both")
-        entries = labels_from_run(_layout(labels_from))
-        if not entries:
-            raise _fail(f"no rollout of {labels_from} has an evaluator score to make a label from")
-        if write is not None:
-            _write_labels(write, entries)
-            typer.echo(f"{len(entries)} labels ({sum(e.label for e in entries)} successes) written to {write}")
-        return entries
-    if write is not None:
-        raise _fail("--write goes with --labels-from RUN_DIR")
-    if labels is None:
-        raise _fail("give a labels file (LABELS.jsonl) or --labels-from RUN_DIR --write LABELS.jsonl")
-    try:
-        found = read_labels(labels, fmt)
-    except (OSError, ValueError) as e:
-        raise _fail(str(e)) from None
-    entries = found.entries
-    for condition in only or []:
-        key, sep, value = condition.partition("=")
-        if not sep or not key:
-            raise _fail(f"--only {condition!r}: write field=value, e.g. --only split=test")
-        entries = [e for e in entries if str(group_of(e, [key])) == value]
-    skipped = ", ".join(f"{n} {why}" for why, n in found.skipped.items())
-    if found.format != "jsonl" or skipped:
-        typer.echo(f"{len(entries)} labelled trajectories read as {found.format}"
-                   + (f" (left out: {skipped})" if skipped else ""))
-    if not entries:
-        raise _fail(f"{labels} holds no labelled trajectory" + (" matching --only" if only else ""))
-    return entries
-
-
-def _bench(names: dict[str, dict[str, Any]], cfg: ModelConfig, entries: list[LabelEntry], concurrency: int,
-           rules: dict[str, Any]) -> list[BenchResult]:
-    ledger = Ledger()  # labelled trajectories may come from many runs: no one run's ledger
-    made = [(*_make(name, cfg, ledger, options), _label(name, options)) for name, options in names.items()]
-
-    async def go() -> list[BenchResult]:
-        try:
-            return [await bench_critic(c, entries, concurrency=concurrency, name=label, **rules)
-                    for c, _, label in made]
-        finally:
-            for _, owned, _ in made:
-                for m in owned:
-                    await m.aclose()
-
-    return asyncio.run(go())
-
-
-def _label(name: str, options: dict[str, Any]) -> str:
-    """The critic's row name: its name, with the options that differ from the defaults."""
-    if not options:
-        return name
-    flat: list[str] = []
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        else:
-            flat.append(f"{prefix}={value}")
-
-    walk("", options)
-    return f"{name}[{','.join(flat)}]"
-
-
 def register(app: typer.Typer) -> None:
     """Add the three commands to the ``agent-s3`` app."""
+    from .critic_bench_cli import critic_bench
+
     app.command("critic")(critic)
     app.command("filter")(filter_run)
     app.command("critic-bench")(critic_bench)

@@ -46,18 +46,25 @@ def _facts(text: str) -> list[str]:
 
 
 def demo_judge_reply(request: ScriptRequest) -> str:
-    """The narrator's or the judge's reply to `request`, by its system prompt."""
+    """The narrator's or the judge's reply to `request`, by its system prompt: in the prompt's
+    tags, or as the JSON object a structured request's schema asks for."""
     system = next((m.text() for m in request.messages if m.role == "system"), "")
     text = "\n".join(m.text() for m in request.messages if m.role != "system")
+    structured = request.config.reply_format is not None
     if system.startswith("You describe what a single computer action"):
-        return "<thoughts>Read from the action text.</thoughts>\n<facts>\n" + "\n".join(
-            f"- {fact}" for fact in _facts(text)) + "\n</facts>"
+        thoughts, facts = "Read from the action text.", _facts(text)
+        if structured:
+            return json.dumps({"thoughts": thoughts, "facts": facts})
+        return f"<thoughts>{thoughts}</thoughts>\n<facts>\n" + "\n".join(f"- {fact}" for fact in facts) + "\n</facts>"
     sections = _CANDIDATE.split(text)
+    thoughts, chosen = "No candidate declared the task complete.", 1
     for number, body in zip(sections[1::2], sections[2::2], strict=False):
         if "declared the task complete" in body:
-            return (f"<thoughts>Candidate {number} ended by declaring the task complete.</thoughts>\n"
-                    f"<answer>{number}</answer>")
-    return "<thoughts>No candidate declared the task complete.</thoughts>\n<answer>1</answer>"
+            thoughts, chosen = f"Candidate {number} ended by declaring the task complete.", int(number)
+            break
+    if structured:
+        return json.dumps({"thoughts": thoughts, "answer": chosen})
+    return f"<thoughts>{thoughts}</thoughts>\n<answer>{chosen}</answer>"
 
 
 def register_demo_judge() -> str:

@@ -103,7 +103,7 @@ def _rows_of(variant: str, layout: RunLayout) -> list[AblationRow]:
     for task_id in layout.task_ids():
         td = layout.task(task_id)
         result = td.read_result()
-        if result is None:
+        if result is None or result.errored:  # a failed setup or scorer is an error, never a 0
             continue
         task = td.read_task()
         difficulty = (task.complexity if task is not None else None) or UNLABELLED

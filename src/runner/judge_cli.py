@@ -31,7 +31,7 @@ from bjudge import (
 )
 from core import clock
 from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
-from core.trajectory import RunFolderError, RunLayout, TaskResult
+from core.trajectory import RunFolderError, RunLayout, TaskResult, rollout_errors
 
 from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
 from .report import write_report
@@ -91,9 +91,10 @@ def _update_results(layout: RunLayout, judged: dict[str, JudgedTask]) -> None:
     for task_id, done in judged.items():
         task_dir = layout.task(task_id)
         old = task_dir.read_result()
-        scores = old.scores if old is not None else {
-            k: info.score if info else None for k, info in task_dir.headers().items()}
-        task_dir.write_result(TaskResult.from_scores(task_id, scores, selected=done.selection.chosen))
+        headers = task_dir.headers()
+        scores = old.scores if old is not None else {k: info.score if info else None for k, info in headers.items()}
+        errors = old.errors if old is not None else rollout_errors(headers)
+        task_dir.write_result(TaskResult.from_scores(task_id, scores, selected=done.selection.chosen, errors=errors))
 
 
 async def rejudge(layout: RunLayout, *, judge: str = "mcq", representation: str = "narrative",

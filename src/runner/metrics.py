@@ -1,19 +1,28 @@
 """A benchmark run's metrics, per domain and overall, and its cost per module.
 
 Scores come from each task's ``result.json`` (an unevaluated rollout counts 0); a rollout
-*succeeds* when its score is 1. Per group of tasks:
+*succeeds* when its score is 1. A task whose setup or scorer failed on a rollout
+(`TaskResult.errors`) is *errored*: it is left out of every rate below and counted beside
+them (``errored``), never as 0. Per group of tasks (``tasks`` counts those scored):
 
-- ``selected``: mean score of the rollout the strategy picked (no pick: 0; one rollout: it):
-  *blind selection*, the figure a deployment gets (the judge judged every task);
+- ``selected``: mean score of the rollout the strategy picked (one rollout: it; a strategy
+  that picked none without failing: 0), over the tasks whose judge did not fail: *blind
+  selection*, the figure a deployment gets (the judge judged every task);
 - ``min_gain``: *minimum + gain*, oracle-filtered, as Agent-S's released selection scripts
   report it: a task whose rollouts all score alike counts that score without a judge (the
-  evaluator's scores decide which tasks are judged), the others the pick's score. It equals
-  ``selected`` except where the judge gave no pick on a task whose rollouts agree, and it
-  needs the evaluator, so it is not a selector anyone can deploy;
+  evaluator's scores decide which tasks are judged), the others the pick's score (a failed
+  judge's task left out, as for ``selected``). It equals ``selected`` except where the
+  judge gave no pick, or failed, on a task whose rollouts agree, and it needs the
+  evaluator, so it is not a selector anyone can deploy;
+- ``judge_errors``: scored tasks whose judge failed for good (its selection carries an
+  error): never counted as a score of 0, nor as a wrong pick; ``judged`` is the tasks
+  ``selected`` averages over;
+- ``critic_errors``: rollouts whose critic verdict carries an error (the retry strategy goes
+  on to the next attempt; the scores stay the evaluator's);
 - ``mean_rollout``: mean over tasks of the mean score of their rollouts;
 - ``pass_at_n``: mean over tasks of the best rollout's score (an oracle selector);
 - judge accuracy on the *judge subset*, the tasks with at least one success and one
-  failure among their rollouts: the share where the pick succeeded.
+  failure among their rollouts and a judge that answered: the share where the pick succeeded.
 
 Cost follows the shape of Behavior Judge's table 8: per module, dollars, tokens and
 seconds per task (mean, and median seconds, which API delays skew); ``rollout`` is one
@@ -22,6 +31,7 @@ rollout's agent (policy, grounding, coding, reflection) with its wall time from 
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -41,11 +51,13 @@ __all__ = [
     "SUMMARY_FILE",
     "BenchMetrics",
     "GroupMetrics",
+    "JudgingErrors",
     "ModuleCost",
     "compute_metrics",
     "domain_of",
     "format_metrics",
     "group_metrics",
+    "judging_errors",
     "minimum_plus_gain",
     "read_metrics",
     "selected_score",
@@ -74,12 +86,22 @@ class GroupMetrics:
     """Rates over one group of tasks (a domain, or all)."""
 
     tasks: int = 0
+    """Tasks scored: the rates' denominator."""
+    errored: int = 0
+    """Tasks left out of the rates: a rollout's setup or scorer failed (an error, not a 0)."""
     selected: float = 0.0
     min_gain: float = 0.0
+    """Minimum + gain (oracle-filtered): see the module's docstring."""
     mean_rollout: float = 0.0
     pass_at_n: float = 0.0
     judge_subset: int = 0
     judge_correct: int = 0
+    judged: int = 0
+    """Scored tasks `selected` averages over: those whose judge did not fail."""
+    judge_errors: int = 0
+    """Scored tasks whose judge failed for good: an error, never a pick scoring 0."""
+    critic_errors: int = 0
+    """Rollouts of scored tasks whose critic verdict failed."""
 
     @property
     def judge_accuracy(self) -> float | None:
@@ -108,7 +130,11 @@ class BenchMetrics:
 
     def to_json(self) -> dict[str, Any]:
         def group(g: GroupMetrics) -> dict[str, Any]:
-            return {**asdict(g), "judge_accuracy": g.judge_accuracy}
+            rates: dict[str, Any] = {} if g.tasks else {"selected": None, "min_gain": None, "mean_rollout": None,
+                                                         "pass_at_n": None}
+            if not g.judged:  # no judge answered (or nothing scored): no rate, never 0
+                rates["selected"] = None
+            return {**asdict(g), **rates, "judge_accuracy": g.judge_accuracy}
 
         return {"n": self.n, "overall": group(self.overall),
                 "domains": {d: group(g) for d, g in sorted(self.domains.items())},
@@ -138,26 +164,63 @@ def minimum_plus_gain(result: TaskResult) -> float:
     return selected_score(result)
 
 
-def group_metrics(results: list[TaskResult]) -> GroupMetrics:
-    """Rates over `results` (see the module's docstring)."""
-    g = GroupMetrics(tasks=len(results))
+@dataclass(frozen=True)
+class JudgingErrors:
+    """What failed for good on one task besides its rollouts: its judge, its critic's verdicts."""
+
+    judge: bool = False
+    critic: int = 0
+
+
+def group_metrics(results: list[TaskResult], errors: dict[str, JudgingErrors] | None = None) -> GroupMetrics:
+    """Rates over the scored `results`, the errored ones counted apart, a failed judge's tasks
+    left out of ``selected`` (see the module's docstring); `errors` by task id."""
+    errors = errors or {}
+    errored = sum(r.errored for r in results)
+    results = [r for r in results if not r.errored]
+    g = GroupMetrics(tasks=len(results), errored=errored)
     if not results:
         return g
+    filtered = 0
     for r in results:
+        failed = errors.get(r.task_id, JudgingErrors())
+        g.critic_errors += failed.critic
         scores = [s or 0.0 for s in r.scores.values()] or [0.0]
-        g.selected += selected_score(r)
-        g.min_gain += minimum_plus_gain(r)
         g.mean_rollout += sum(scores) / len(scores)
         g.pass_at_n += max(scores)
+        if len(set(scores)) == 1 or not failed.judge:  # agreeing tasks are never judged
+            filtered += 1
+            g.min_gain += minimum_plus_gain(r)
+        if failed.judge:
+            g.judge_errors += 1  # an error, not a pick scoring 0 and not a wrong pick
+            continue
+        g.judged += 1
+        g.selected += selected_score(r)
         wins = [_success(s) for s in r.scores.values()]
         if any(wins) and not all(wins):
             g.judge_subset += 1
             g.judge_correct += _success(r.selected_score) if r.selected is not None else 0
-    g.selected /= len(results)
-    g.min_gain /= len(results)
+    g.selected = g.selected / g.judged if g.judged else 0.0
+    g.min_gain = g.min_gain / filtered if filtered else 0.0
     g.mean_rollout /= len(results)
     g.pass_at_n /= len(results)
     return g
+
+
+def judging_errors(layout: RunLayout, task_id: str) -> JudgingErrors:
+    """The judge's and critic's final failures recorded for a task (blocking: reads files)."""
+    task = layout.task(task_id)
+    selection = task.read_selection()
+    judge = bool(selection is not None and selection.error and not selection.strategy.startswith("retry-"))
+    critic = 0
+    for k in task.rollout_indices():
+        for verdict in task.rollout(k).path.glob("critic-*.json"):
+            try:
+                data = json.loads(verdict.read_bytes())
+            except (OSError, ValueError):
+                continue
+            critic += bool(isinstance(data, dict) and data.get("error"))
+    return JudgingErrors(judge=judge, critic=critic)
 
 
 def _costs(layout: RunLayout, records: list[CallRecord], tasks: list[str]) -> dict[str, ModuleCost]:
@@ -215,10 +278,11 @@ def compute_metrics(layout: RunLayout, domains: dict[str, str] | None = None) ->
     by_domain: dict[str, list[TaskResult]] = defaultdict(list)
     for task_id, result in results.items():
         by_domain[domain_of(domains, task_id)].append(result)
+    errors = {task_id: judging_errors(layout, task_id) for task_id in results}
     records = Ledger.read(layout.ledger_path) if layout.ledger_path.exists() else []
     return BenchMetrics(
-        overall=group_metrics(list(results.values())),
-        domains={d: group_metrics(rs) for d, rs in by_domain.items()},
+        overall=group_metrics(list(results.values()), errors),
+        domains={d: group_metrics(rs, errors) for d, rs in by_domain.items()},
         modules=_costs(layout, records, sorted(results)),
         n=max((r.n for r in results.values()), default=0),
     )
@@ -236,8 +300,6 @@ def write_metrics(layout: RunLayout, metrics: BenchMetrics) -> Path:
 
 def read_metrics(layout: RunLayout) -> dict[str, Any] | None:
     """``summary.json`` as written, or None."""
-    import json
-
     try:
         data = json.loads((layout.path / SUMMARY_FILE).read_bytes())
     except FileNotFoundError:
@@ -251,13 +313,17 @@ def _pct(x: float | None) -> str:
 
 def format_metrics(metrics: BenchMetrics) -> str:
     """The rates per domain and overall, then the cost per module, as plain-text tables."""
-    head = (f"{'domain':<22}{'tasks':>6}{'selected %':>12}{'min+gain %':>12}{'mean %':>9}{f'pass@{metrics.n} %':>12}"
-            f"{'judge acc %':>13}{'subset':>8}")
+    head = (f"{'domain':<22}{'run':>5}{'scored':>8}{'errored':>8}{'selected %':>12}{'min+gain %':>12}{'mean %':>9}"
+            f"{f'pass@{metrics.n} %':>12}{'judge acc %':>13}{'subset':>8}{'judge err':>11}{'critic err':>12}")
     lines = [head]
     rows = [*sorted(metrics.domains.items()), ("overall", metrics.overall)]
     for name, g in rows:
-        lines.append(f"{name:<22}{g.tasks:>6}{_pct(g.selected):>12}{_pct(g.min_gain):>12}{_pct(g.mean_rollout):>9}"
-                     f"{_pct(g.pass_at_n):>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}")
+        scored = g.tasks > 0  # no task scored: no rate, never 0
+        mean, best, filtered = (_pct(x) if scored else "—" for x in (g.mean_rollout, g.pass_at_n, g.min_gain))
+        selected = _pct(g.selected) if g.judged else "—"  # every judge failed: no rate, never 0
+        lines.append(f"{name:<22}{g.tasks + g.errored:>5}{g.tasks:>8}{g.errored:>8}{selected:>12}{filtered:>12}{mean:>9}"
+                     f"{best:>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}{g.judge_errors:>11}"
+                     f"{g.critic_errors:>12}")
     lines.append(SCORES_LEGEND.format(n=metrics.n))
     if metrics.modules:
         lines += ["", f"{'per task':<22}" + "".join(f"{m:>12}" for m in metrics.modules)]
@@ -266,4 +332,10 @@ def format_metrics(metrics: BenchMetrics) -> str:
                                 ("median seconds", "median_seconds", "{:.1f}")):
             lines.append(f"{label:<22}" + "".join(f"{fmt.format(getattr(c, key)):>12}" for c in metrics.modules.values()))
         lines.append("(rollout: per rollout, its agent's calls and wall time; other modules: per task)")
+    if metrics.overall.errored:
+        lines.insert(len(rows) + 1, "(scored: the rates' denominator; errored: setup or scorer failed, left out "
+                                    "of every rate, not counted as 0)")
+    if metrics.overall.judge_errors:
+        lines.insert(len(rows) + 1, f"(selected %: over the {metrics.overall.judged} scored tasks whose judge "
+                                    "answered; a failed judge is an error, not a score of 0)")
     return "\n".join(lines)

@@ -10,57 +10,84 @@ clear line instead of a 400 in the first step.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
+from PIL import Image, ImageDraw
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
+from bjudge import AnswerReply, FactsReply
 from core.config import ConfigError
+from core.images import encode_png
 from core.llm import (
     ChatMessage,
     ChatModel,
     GenerateConfig,
+    ImagePart,
     MissingAPIKeyError,
     ModelError,
     PriceTable,
+    RetryPolicy,
     Sampling,
+    TextPart,
 )
 from core.llm.profiles import ProfileError, check, resolve, set_overrides
-from gprm import PAPER_SEEDS
+from gprm import PAPER_SEEDS, ScoreReply
 from themis.options import ThemisOptions
+from themis.schemas import JudgeReply, LastKReply, SequentialReply
 
 from .config import ModelConfig, RunConfig, load_run_config
 from .guided import guided_config
 from .mixture import MixtureError, parse_mixture
+from .wide_config import JudgeModelConfig
 
-__all__ = ["ModelUse", "check_models", "models_app", "planned_uses"]
+__all__ = ["ModelUse", "check_models", "models_app", "ping_messages", "planned_uses"]
 
 models_app = typer.Typer(help="The models a run uses: profiles, prices, a preflight request each.",
                          no_args_is_help=True)
 
 #: Providers that are test doubles: resolved, never called by the preflight.
 _OFFLINE = ("scripted", "replay")
-PING = [ChatMessage(role="user", content="Reply with the single word: ok")]
+PING = "Reply with the single word: ok"
+#: A check is quick: a few attempts within a minute, not a run's ten-minute budget per call.
+CHECK_RETRY = RetryPolicy(budget=60, max_attempts=3)
+#: With a reply contract the ping asks for one object in it (any values): the schema is
+#: then refused or taken by the provider before the run, not at its first call.
+PING_CONTRACT = "This is a connection check before a run: answer with one object in the given format, any values."
 
 
 @dataclass(frozen=True)
 class ModelUse:
-    """One role's model and the decoding settings its calls send."""
+    """One role's model and what its calls send: the decoding settings, the ledger module
+    (whose output limit a call gets), whether a screenshot goes with it, and the reply
+    contract it asks in (natively where the provider enforces schemas)."""
 
     role: str
     name: str
     base_url: str | None
     api_key: str | None
     config: GenerateConfig
+    module: str = "policy"
+    image: bool = True
+    contract: type[BaseModel] | None = None
 
 
-def _use(role: str, model: ModelConfig, config: GenerateConfig) -> ModelUse:
+def _use(role: str, model: ModelConfig | JudgeModelConfig, config: GenerateConfig, *, module: str,
+         image: bool = True, contract: type[BaseModel] | None = None) -> ModelUse:
     return ModelUse(role, model.model, model.base_url,
                     model.api_key.get_secret_value() if model.api_key else None,
-                    model.generate.merged(config))
+                    model.generate.merged(config), module, image, contract)
+
+
+def _critic_contract(name: str) -> type[BaseModel]:
+    """The reply contract of the retry strategy's critic (its final, deciding call)."""
+    found: dict[str, type[BaseModel]] = {"lastk": LastKReply, "sequential": SequentialReply}
+    return found.get(name, JudgeReply)
 
 
 def planned_uses(cfg: RunConfig) -> list[ModelUse]:
@@ -86,33 +113,36 @@ def planned_uses(cfg: RunConfig) -> list[ModelUse]:
             decoding = decoding.merged(diverse)  # the wide strategy's stochastic rollouts
         if cfg.guide.name != "none":  # candidates are drawn with seeds
             decoding = decoding.merged(GenerateConfig(seed=(cfg.guide.seeds or PAPER_SEEDS)[0]))
-        uses.append(ModelUse(role, name, url, key, decoding))
-    roles = [("grounding", cfg.grounding, worker.grounding.generate, True),
-             ("code agent", cfg.code_model, worker.coding.generate, worker.code_agent),
-             ("reflection", cfg.reflection_model, worker.reflection_generate, worker.reflection)]
-    for role, separate, generate, used in roles:
+        uses.append(ModelUse(role, name, url, key, decoding, "policy"))
+    roles = [("grounding", "grounding", cfg.grounding, worker.grounding.generate, True),
+             ("code agent", "code_agent", cfg.code_model, worker.coding.generate, worker.code_agent),
+             ("reflection", "reflection", cfg.reflection_model, worker.reflection_generate, worker.reflection)]
+    for role, module, separate, generate, used in roles:
         if not used:
             continue
         if separate is not None:
-            uses.append(_use(role, separate, generate))
+            uses.append(_use(role, separate, generate, module=module))
         else:
-            uses += [ModelUse(role, name, url, key, own.merged(generate)) for _, name, url, key, own in bases]
+            uses += [ModelUse(role, name, url, key, own.merged(generate), module) for _, name, url, key, own in bases]
     if cfg.guide.name != "none":
         deterministic = GenerateConfig.deterministic()
-        uses.append(_use("guide", cfg.guide.model or cfg.policy, deterministic))
+        uses.append(_use("guide", cfg.guide.model or cfg.policy, deterministic, module="prm", contract=ScoreReply))
         if cfg.guide.pointer is not None:
-            uses.append(_use("pointer", cfg.guide.pointer, deterministic))
+            uses.append(_use("pointer", cfg.guide.pointer, deterministic, module="prm"))
     if cfg.strategy == "retry":
         options = {k: v for k, v in cfg.critic.options.items() if k in ("temperature", "max_tokens")}
         uses.append(_use(f"critic ({cfg.critic.name})", cfg.critic.model or cfg.policy,
-                         ThemisOptions(**options).generate_config()))
+                         ThemisOptions(**options).generate_config(), module="critic",
+                         contract=_critic_contract(cfg.critic.name)))
     if cfg.strategy == "wide" and cfg.wide.judge != "none":
-        judge = cfg.wide.judge_model
-        if judge is None:
-            uses += [_use("narrator", cfg.policy, GenerateConfig()), _use("judge", cfg.policy, GenerateConfig())]
-        else:
-            key = judge.api_key.get_secret_value() if judge.api_key else None
-            uses += [ModelUse(role, judge.model, judge.base_url, key, judge.generate) for role in ("narrator", "judge")]
+        wide = cfg.wide
+        judge = wide.judge_model or cfg.policy
+        narrator = wide.narrator_model or judge
+        # The narrator sees each transition's screens; the judge reads narratives (WebJudge
+        # looks at screenshots too).
+        uses += [_use("narrator", narrator, wide.narrative.generate, module="narrative", contract=FactsReply),
+                 _use("judge", judge, wide.judging.generate, module="judge", image=wide.judge == "webjudge",
+                      contract=AnswerReply)]
     return uses
 
 
@@ -141,22 +171,47 @@ def _price(name: str, prices: PriceTable) -> str:
     return f"${price.input:g} in / ${price.output:g} out per Mtok{given}"
 
 
+@functools.cache
+def ping_screenshot() -> bytes:
+    """A 1280x800 screen-like PNG: what a role that sees screens sends (a server that cannot
+    take images fails here, not at step 1)."""
+    img = Image.new("RGB", (1280, 800), (236, 236, 236))
+    draw = ImageDraw.Draw(img)
+    draw.rectangle((0, 0, 1279, 32), fill=(48, 48, 60))
+    draw.rectangle((80, 120, 760, 560), fill=(255, 255, 255), outline=(90, 90, 90))
+    draw.text((100, 140), "agent-s3 models check", fill=(0, 0, 0))
+    return encode_png(img)
+
+
+def ping_messages(use: ModelUse) -> list[ChatMessage]:
+    """The check's request for `use`: the role's kind of content, a screenshot if it sees one."""
+    text = PING_CONTRACT if use.contract is not None else PING
+    if not use.image:
+        return [ChatMessage(role="user", content=text)]
+    return [ChatMessage(role="user", content=[TextPart(text=text), ImagePart(data=ping_screenshot())])]
+
+
 async def _ping(use: ModelUse) -> str:
-    """One request with the run's settings; the outcome as a short phrase."""
+    """One request with the run's settings, as the role sends it; the outcome as a short phrase."""
     if use.name.split("/", 1)[0] in _OFFLINE:
         return "not called (a test provider)"
     try:
-        model = ChatModel.from_name(use.name, base_url=use.base_url, api_key=use.api_key)
+        model = ChatModel.from_name(use.name, base_url=use.base_url, api_key=use.api_key, retry=CHECK_RETRY)
     except MissingAPIKeyError as e:
         return f"not called: no key ({e.variable} unset)"
     started = time.perf_counter()
+    config = model.reply_config(use.config, use.contract) if use.contract is not None else use.config
     try:
-        out = await model.generate(PING, module="models-check", config=use.config)
+        out = await model.generate(ping_messages(use), module=use.module, config=config)
     except ModelError as e:
         return f"FAILED: {e}"
     finally:
         await model.aclose()
-    return f"ok in {time.perf_counter() - started:.1f} s ({out.usage.input_tokens} in / {out.usage.output_tokens} out)"
+    sent = "with a screenshot" + (", " if use.contract is not None else "") if use.image else ""
+    if use.contract is not None:
+        sent += "structured" if out.structured else "free text"
+    return (f"ok in {time.perf_counter() - started:.1f} s ({out.usage.input_tokens} in / {out.usage.output_tokens} out"
+            f"{'; ' + sent if sent else ''})")
 
 
 def _given(model: str | None, mixture: str | None, guide: str | None, guide_model: str | None,
@@ -203,7 +258,7 @@ def check_command(
         raise typer.Exit(code=2) from None
     prices = PriceTable(cfg.prices)
     failed = False
-    pings: dict[tuple[str, str | None, str], str] = {}
+    pings: dict[tuple[str, str | None, str, str, bool, str], str] = {}
     shown: set[str] = set()
     for use in uses:
         profile = resolve(use.name)
@@ -218,7 +273,8 @@ def check_command(
             console.print(f"  [red]refused:[/red] {escape(line)}")
         failed = failed or bool(problems)
         if call and not problems:
-            key = (use.name, use.base_url, use.config.model_dump_json())
+            key = (use.name, use.base_url, use.config.model_dump_json(), use.module, use.image,
+                   use.contract.__name__ if use.contract else "")
             if key not in pings:
                 pings[key] = asyncio.run(_ping(use))
             outcome = pings[key]

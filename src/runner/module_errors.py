@@ -7,12 +7,14 @@ record (``step.guide["error"]``), a rollout's narrative (``error``), a judge's s
 calls are the ledger's ``policy`` records with an ``error``. `count_run` reads them from a
 run folder; `ErrorTally` counts them live, from the steps as they land and the ledger.
 The run exits non-zero (`EXIT_MODULE_ERRORS`) when a module failed on more than
-``max_module_error_share`` of its records.
+``max_module_error_share`` of its records. Failed calls are also told by kind (the ledger's
+`error_kind`): a refusal, a spend limit and a reply cut at the token limit each show as such.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +79,9 @@ class ErrorTally:
     #: Calls of the other modules that failed for good, from the ledger: live, before their
     #: records (narratives, selection, verdicts) are written; at the end, a cross-check.
     failed_calls: dict[str, int] = field(default_factory=dict)
+    #: Failed calls per module by their kind (the ledger's `error_kind`: refusal,
+    #: content_filter, spend_limit, quota, length, rate_limit, server_error, ...).
+    kinds: dict[str, Counter[str]] = field(default_factory=dict)
     _ledger_seen: int = 0
 
     def add(self, module: str, error: object) -> None:
@@ -99,11 +104,18 @@ class ErrorTally:
     def add_calls(self, records: Iterable[CallRecord]) -> None:
         """The policy's calls, and the failed calls of the other modules."""
         for record in records:
+            module = _LEDGER_MODULES.get(record.module, record.module)
+            if record.error and record.error_kind:  # ledgers before error kinds were recorded have none
+                self.kinds.setdefault(module, Counter())[record.error_kind] += 1
             if record.module == "policy":
                 self.add("policy", record.error)
             elif record.error:
-                module = _LEDGER_MODULES.get(record.module, record.module)
                 self.failed_calls[module] = self.failed_calls.get(module, 0) + 1
+
+    def kind_text(self, module: str) -> str:
+        """``refusal 2, spend_limit 1``: the kinds of `module`'s failed calls, most first."""
+        found = self.kinds.get(module)
+        return ", ".join(f"{kind} {n}" for kind, n in found.most_common()) if found else ""
 
     @property
     def failed(self) -> dict[str, ModuleCount]:
@@ -113,15 +125,20 @@ class ErrorTally:
         """``errors: guide 2/14, judge 1/1`` over the modules that failed (then ``failed
         calls: narrative 3`` while running); ``errors: none``."""
         failed = self.failed
-        parts = [f"{m} {c.errors}/{c.total}" for m, c in failed.items()]
+        parts = [f"{m} {c.errors}/{c.total}" + (f" ({self.kind_text(m)})" if self.kinds.get(m) else "")
+                 for m, c in failed.items()]
         text = "errors: " + (", ".join(parts) if parts else "none")
         if self.failed_calls:
-            text += "; failed calls: " + ", ".join(f"{m} {n}" for m, n in sorted(self.failed_calls.items()))
+            text += "; failed calls: " + ", ".join(
+                f"{m} {n}" + (f" ({self.kind_text(m)})" if m not in failed and self.kinds.get(m) else "")
+                for m, n in sorted(self.failed_calls.items()))
         return text
 
     def details(self) -> list[str]:
-        """One line per failing module: its count and its first failure."""
-        return [f"{m}: {c.errors} of {c.total} failed; first: {c.first}" for m, c in self.failed.items()]
+        """One line per failing module: its count, the kinds of its failed calls, its first
+        failure."""
+        return [f"{m}: {c.errors} of {c.total} failed" + (f" ({self.kind_text(m)})" if self.kinds.get(m) else "")
+                + f"; first: {c.first}" for m, c in self.failed.items()]
 
 
 def _raw(path: Path) -> dict[str, Any]:
@@ -172,7 +189,8 @@ def summarize_errors(console: Console, layout: RunLayout, max_share: float) -> i
     `max_share` of its records."""
     tally = count_run(layout)
     if not tally.failed and not tally.failed_calls:
-        console.print("[bold]errors[/bold] none: every guide, narrator, judge, critic and policy record succeeded")
+        console.print("[bold]module errors[/bold] none: every guide, narrator, judge, critic and policy record "
+                      "succeeded")
         return 0
     console.print(f"[bold red]{escape(tally.line())}[/bold red]")
     for line in tally.details():

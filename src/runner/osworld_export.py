@@ -13,7 +13,10 @@ every task folder under every domain folder of the model folder, so the export w
 the run's own summary counts, task for task: the same score (`metrics.selected_score`: a
 task with no pick counts 0, and gets a ``result.txt`` of 0 with no trajectory), under the
 same domain (`metrics.domain_of`), all in one model folder. A task without a result (not
-finished) is left out, as the summary leaves it out. ``args.json`` beside the domains (a
+finished) is left out, as the summary leaves it out; so is an errored task (its setup or
+scorer failed: an error, not the agent's 0), which OSWorld's own runner would leave without a
+``result.txt`` and run again. ``left_out.json`` beside the domains names every task left out
+and why. ``args.json`` beside the domains (a
 file, which the reader skips) says which run this is, the scorer and its version, and
 whether the scores are leaderboard-comparable. Task folders of an earlier export of the same
 run that this one no longer writes are removed; another run's folder is refused.
@@ -33,11 +36,13 @@ from .comparability import label_fields
 from .metrics import domain_of, selected_score
 from .recording import RECORDING_FILE
 
-__all__ = ["ARGS_FILE", "ExportError", "ExportReport", "export_osworld"]
+__all__ = ["ARGS_FILE", "LEFT_OUT_FILE", "ExportError", "ExportReport", "export_osworld"]
 
 _CONTROL = {"done": "DONE", "fail": "FAIL", "wait": "WAIT"}
 #: OSWorld's run scripts keep their arguments here, in the model folder.
 ARGS_FILE = "args.json"
+#: The tasks the export left out (unfinished or errored) and why, beside the domains.
+LEFT_OUT_FILE = "left_out.json"
 
 
 class ExportError(ValueError):
@@ -52,6 +57,8 @@ class ExportReport:
     #: Tasks whose result.txt holds the run's 0 for "no rollout picked / none scored", with why.
     without_trajectory: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: Tasks left out because their setup or scorer failed (no score to export), with why.
+    errored: dict[str, str] = field(default_factory=dict)
     #: The model folder: ``<root>/<action_space>/<observation_type>/<model>``.
     folder: Path | None = None
 
@@ -134,6 +141,10 @@ def export_osworld(layout: RunLayout, root: Path, *, domains: dict[str, str] | N
         if result is None or task is None:
             report.skipped[task_id] = "no result.json or task.json (unfinished)"
             continue
+        if result.errored:
+            report.errored[task_id] = "errored, no score: " + "; ".join(
+                f"rollout {k} {e.outcome}: {e.reason}" for k, e in sorted(result.errors.items()))
+            continue
         finished[task_id] = (result, task)
     picks = {t: (r.selected if r.selected is not None else (next(iter(r.scores)) if len(r.scores) == 1 else None))
              for t, (r, _) in finished.items()}
@@ -161,8 +172,11 @@ def export_osworld(layout: RunLayout, root: Path, *, domains: dict[str, str] | N
             shutil.rmtree(stale)
         if not any(domain_dir.iterdir()):
             domain_dir.rmdir()
+    left_out = {**report.skipped, **report.errored}
+    write_json_atomic(base / LEFT_OUT_FILE, {t: {"domain": domain_of(domains, t), "why": why}
+                                             for t, why in sorted(left_out.items())})
     write_json_atomic(base / ARGS_FILE, {
         "agent_s3_run": layout.run_id, "action_space": action_space, "observation_type": observation_type,
-        "model": base.name, **label_fields(layout),
+        "model": base.name, "left_out": len(left_out), **label_fields(layout),
     })
     return report

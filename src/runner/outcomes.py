@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from core.config import redact_urls
 from core.trajectory import RolloutStatus
 
 __all__ = [
@@ -21,7 +22,10 @@ __all__ = [
     "RolloutEnd",
     "RolloutResult",
     "StepLimit",
+    "task_failure",
 ]
+
+_REASON_CHARS = 600
 
 
 class RolloutEnd(Exception):
@@ -70,6 +74,19 @@ class Errored(RolloutEnd):
     """Anything else that persisted (a provider that stayed down, a bug)."""
 
     status = "errored"
+
+
+def task_failure(task_id: str, phase: str, exc: BaseException) -> str:
+    """One line on why a task's `phase` (``setup``, ``scoring``) failed, naming the task and,
+    when the error says so, the step: the project's task errors already read ``task X: setup
+    step 2 (execute) failed: ...``; anything else is prefixed with the task, the phase and its
+    type. Secrets in URLs are removed and the line is shortened."""
+    text = " ".join((str(exc).strip() or type(exc).__name__).split())
+    if not text.startswith(f"task {task_id}:"):
+        own = type(exc).__module__.split(".")[0] in ("core", "environments", "runner", "aws")
+        text = f"task {task_id}: {phase} failed: " + (text if own else f"{type(exc).__name__}: {text}")
+    text = redact_urls(text)
+    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 3] + "..."
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,8 @@ def run_model_names(cfg: RunConfig) -> list[str]:
         names.append(cfg.critic.model.model)
     if cfg.strategy == "wide":
         names += [entry.model for entry in parse_mixture(cfg.wide.mixture)]
-        if cfg.wide.judge_model is not None:
-            names.append(cfg.wide.judge_model.model)
+        if cfg.wide.judge != "none":
+            names += [m.model for m in (cfg.wide.judge_model, cfg.wide.narrator_model) if m is not None]
     return list(dict.fromkeys(names))
 
 

@@ -1,4 +1,5 @@
-"""Live progress on the terminal: one line per step as it lands, and the outcome.
+"""Live progress on the terminal: one line per step as it lands, and the outcome; and a
+line whenever a model call is being retried (which module, why, how long so far).
 
 It is a step hook like the judge's narrator, so what it shows is what was stored. Given an
 `ErrorTally` (and the run's ledger), each line also says how many guide records and model
@@ -14,11 +15,12 @@ from rich.markup import escape
 
 from agent_s3 import action_adapter, action_call
 from core.llm import Ledger
+from core.llm.notices import RetryNotice
 
 from .module_errors import ErrorTally
 from .rollout import StepEvent
 
-__all__ = ["StepPrinter", "describe_action"]
+__all__ = ["RetryPrinter", "StepPrinter", "describe_action"]
 
 _WIDTH = 90
 
@@ -61,3 +63,26 @@ class StepPrinter:
             f"[bold]{escape(event.task_id)}[/bold] #{event.rollout} step {step.index + 1}: "
             f"{escape(describe_action(step.action))} → {status} [dim]({seconds:.1f} s)[/dim]{errors}"
         )
+
+
+class RetryPrinter:
+    """Prints a line when a model call is retried, again every `every` seconds while it keeps
+    being retried, and once when it ends: so a call that spends minutes in retries (a server
+    answering 500 to every image, a rate limit) is never silent. Register it with
+    `core.llm.notices.watching_retries`."""
+
+    def __init__(self, console: Console | None = None, *, every: float = 20.0) -> None:
+        self.console = console or Console(highlight=False)
+        self.every = every
+        self._shown: dict[str, float] = {}
+
+    def __call__(self, notice: RetryNotice) -> None:
+        if notice.kind == "done":
+            if self._shown.pop(notice.call, None) is not None:
+                colour = "green" if notice.succeeded else "red"
+                self.console.print(f"[{colour}]{escape(notice.line())}[/{colour}]")
+            return
+        last = self._shown.get(notice.call)
+        if last is None or notice.elapsed - last >= self.every:
+            self._shown[notice.call] = notice.elapsed
+            self.console.print(f"[yellow]{escape(notice.line())}[/yellow]")

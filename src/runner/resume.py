@@ -9,8 +9,9 @@ model is reached (base URL, key, timeout, connections) is not part of the identi
 The unit of resumption is the rollout (an environment's state cannot be restored mid-way):
 a rollout whose header is terminal and, for a task with an evaluator, scored is kept; one
 still ``running``, never started, ended by the world, or ended unscored is redone from the
-task's snapshot. `ResumingWide` is wide scaling that keeps finished rollouts and tells
-their narratives again from the fact cache (no model call) before the judge.
+task's snapshot (so a task whose setup or scorer failed is tried again). `ResumingWide` is
+wide scaling that keeps finished rollouts and tells their narratives again from the fact
+cache (no model call) before the judge.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ from core.trajectory import (
     TaskResult,
     load_record,
     plan_resume,
+    rollout_errors,
 )
 
 from .models import ModelSet
 from .narration import LiveNarrator
 from .outcomes import RolloutResult
+from .run_log import RUN_LOG
 from .strategy import RolloutOutcome, TaskRun
 from .wide import WideScaling
 
@@ -126,7 +129,7 @@ def check_resume(layout: RunLayout, suite: str, identity: dict[str, Any]) -> Ben
     run). Raises `ResumeMismatch` when the run exists but was made by another command."""
     manifest = read_manifest(layout)
     if manifest is None:
-        if layout.path.is_dir() and any(layout.path.iterdir()):
+        if layout.path.is_dir() and any(p.name != RUN_LOG for p in layout.path.iterdir()):  # a log alone is no run
             raise ResumeMismatch(f"{layout.path} exists but is not a benchmark run: pass another --run-id")
         return None
     changes = ([f"suite (was {manifest.suite!r}, now {suite!r})"] if manifest.suite != suite else [])
@@ -143,7 +146,7 @@ def _kept(info: RolloutInfo | None, task: Task) -> bool:
         return False
     if info.status in AGENT_OUTCOMES and task.evaluator and info.score is None:
         return False  # killed between the rollout's end and its evaluation
-    return True
+    return info.status != "setup_failed"  # not set up yet: try again (a failed scorer is redone above)
 
 
 def _whole_header(rd: RolloutDir) -> RolloutInfo | None:
@@ -173,7 +176,8 @@ def outcome_from_header(k: int, info: RolloutInfo) -> RolloutOutcome:
     """A finished rollout's outcome as its header recorded it."""
     seconds = (info.ended_at - info.started_at) if info.ended_at is not None else 0.0
     result = RolloutResult(info.status, info.reason or "", info.step_count, None, seconds, 0.0)
-    return RolloutOutcome(k, result, info.score)
+    why = info.reason if info.status == "setup_failed" else info.score_error
+    return RolloutOutcome(k, result, info.score, why)
 
 
 def single_result(layout: RunLayout, task: Task) -> TaskResult | None:
@@ -182,7 +186,7 @@ def single_result(layout: RunLayout, task: Task) -> TaskResult | None:
         return None
     info = layout.task(task.id).rollout(0).read_info()
     assert info is not None
-    return TaskResult.from_scores(task.id, {0: info.score}, selected=0)
+    return TaskResult.from_scores(task.id, {0: info.score}, selected=0, errors=rollout_errors({0: info}))
 
 
 class ResumingWide(WideScaling):

@@ -26,17 +26,16 @@ from pydantic import ValidationError
 
 from core.llm import ChatModel, Ledger, MissingAPIKeyError, ModelError, PriceTable, RetryPolicy
 from core.protocols import Environment
-from core.trajectory import Selection, TaskResult
+from core.trajectory import WORLD_FAILURES, Selection, TaskResult
 from themis import CRITICS, Verdict, grade_rollout, make_critic
 
 from .config import CriticConfig, ModelConfig, RunConfig
-from .strategy import RolloutOutcome, TaskRun, run_rollout
+from .strategy import RolloutOutcome, TaskRun, run_rollout, task_errors
 
 __all__ = ["Attempt", "RetryUntilSuccess", "RolloutStep", "check_critic", "critic_model"]
 
 #: Ledger module of the critic's calls (what `themis` writes).
 CRITIC_MODULE = "critic"
-_WORLD_FAILURES = ("environment_lost", "errored")
 
 
 class RolloutStep(Protocol):
@@ -68,6 +67,8 @@ class Attempt:
         """One line: status, evaluator score, the critic's decision and reason."""
         r = self.outcome.result
         score = "none" if self.outcome.score is None else f"{self.outcome.score:g}"
+        if self.outcome.error is not None:
+            score = f"none ({self.outcome.error.outcome})"
         if self.verdict is not None and self.verdict.error is not None:
             said = f"ERROR (the critic failed, so this attempt was neither accepted nor rejected): {self.verdict.error}"
         elif self.verdict is not None:
@@ -184,14 +185,14 @@ class RetryUntilSuccess:
         self.outcomes[run.task.id] = final.outcome
         await asyncio.to_thread(run.task_dir.write_selection, self._selection(run, settings, attempts))
         result = TaskResult.from_scores(run.task.id, {a.index: a.outcome.score for a in attempts},
-                                        selected=final.index)
+                                        selected=final.index, errors=task_errors(a.outcome for a in attempts))
         await asyncio.to_thread(run.task_dir.write_result, result)
         return result
 
     async def _judge(self, run: TaskRun, settings: CriticConfig, model: ChatModel,
                      outcome: RolloutOutcome) -> Attempt:
         status = outcome.result.status
-        if status in _WORLD_FAILURES:
+        if status in WORLD_FAILURES:  # a failed scorer is no world failure: the critic never reads it
             return Attempt(outcome.index, outcome, None, f"the rollout ended as {status}: {outcome.result.reason}")
         tags = {"run": run.layout.run_id, "task": run.task.id, "rollout": outcome.index}
         critic = make_critic(settings.name, model.with_tags(**tags), **settings.options)

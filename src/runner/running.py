@@ -1,6 +1,6 @@
 """How a run's coroutine is driven: on the clock its environment kind keeps (a simulated
 fleet's virtual or scaled clock, else the wall clock; `core.clock`), with the run's rate
-limits shared as it says (`core.llm.limits`) and its simulated models' figures in place."""
+limits shared as it says (`core.llm.rate_budget`) and its simulated models' figures in place."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from core import clock
-from core.llm import UnknownProviderError, limits
+from core.llm import UnknownProviderError, rate_budget
 from core.llm.provider import provider_class, split_name
 from core.llm.sim import configure as configure_sim_models
 from core.trajectory import RunLayout
@@ -28,7 +28,7 @@ def run_async(cfg: RunConfig, main: Coroutine[Any, Any, T]) -> T:
     configure_sim_models(cfg.sim_models)
 
     async def configured() -> T:
-        limits.configure(pacing=cfg.limits.pacing)
+        rate_budget.configure(pacing=cfg.limits.pacing)
         return await main
 
     return clock.run(configured(), spec)

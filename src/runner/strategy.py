@@ -10,8 +10,9 @@ task, run one rollout, score it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -19,13 +20,22 @@ from core import clock
 from core.atomic import is_disk_full
 from core.llm import Ledger
 from core.protocols import EnvError, Environment, EnvironmentLost
-from core.trajectory import RolloutInfo, RolloutStatus, RunLayout, Task, TaskDir, TaskResult
+from core.trajectory import (
+    WORLD_FAILURES,
+    RolloutError,
+    RolloutInfo,
+    RolloutStatus,
+    RunLayout,
+    Task,
+    TaskDir,
+    TaskResult,
+)
 
 from .config import RunConfig
 from .environments import EnvironmentPool
 from .guided import guide_models, guided_config, make_chooser, tree_source
 from .models import ModelSet, make_worker, settled_config, spent_by
-from .outcomes import RolloutResult
+from .outcomes import RolloutResult, task_failure
 from .recording import recorded
 from .rollout import Rollout, StepHook
 
@@ -37,6 +47,7 @@ __all__ = [
     "TaskRun",
     "run_rollout",
     "run_tasks",
+    "task_errors",
 ]
 
 _log = logging.getLogger(__name__)
@@ -66,8 +77,22 @@ class RolloutOutcome:
     index: int
     result: RolloutResult
     score: float | None
-    #: Why the evaluator gave no score although the task has one, if so.
+    #: Why there is no score although the task has a scorer: its setup or scorer failed.
     score_error: str | None = None
+
+    @property
+    def error(self) -> RolloutError | None:
+        """``setup_failed`` / ``scoring_failed`` with its one line, or None."""
+        if self.result.status == "setup_failed":
+            return RolloutError(outcome="setup_failed", reason=self.result.reason)
+        if self.score_error is not None:
+            return RolloutError(outcome="scoring_failed", reason=self.score_error)
+        return None
+
+    @property
+    def shown_status(self) -> str:
+        """The status to show: the agent's, or ``scoring_failed`` when its scorer failed."""
+        return "scoring_failed" if self.error is not None and self.error.outcome == "scoring_failed" else self.result.status
 
 
 class Strategy(Protocol):
@@ -78,7 +103,11 @@ class Strategy(Protocol):
 
 async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | None = None,
                       models: ModelSet | None = None) -> RolloutOutcome:
-    """Prepare the task in `env`, run rollout `k` there, and score it."""
+    """Prepare the task in `env`, run rollout `k` there, and score it.
+
+    A setup that fails ends the rollout ``setup_failed`` before the agent starts; a scorer
+    that fails leaves the agent's outcome and records ``score_error`` (``scoring_failed``). Either is one line naming the task, the step and the cause, never a score and
+    never a traceback on the terminal (an unexpected error's traceback goes to the log)."""
     task, layout = run.task, run.layout
     tags = {"run": layout.run_id, "task": task.id, "rollout": k}
     tagged = (models or run.models).tagged(**tags)
@@ -88,12 +117,16 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
                        seed=seed, environment=env.name, started_at=clock.now(), label=run.config.label)
     try:
         await env.prepare_task(task, cache)
-    except EnvError as e:
-        status: RolloutStatus = "environment_lost" if isinstance(e, EnvironmentLost) else "errored"
+    except Exception as e:
+        if is_disk_full(e):
+            raise
+        status: RolloutStatus = "environment_lost" if isinstance(e, EnvironmentLost) else "setup_failed"
+        reason = task_failure(task.id, "setup", e)
+        _log.info("%s", reason, exc_info=not isinstance(e, EnvError))  # the run's log keeps a bug's traceback
         await asyncio.to_thread(rd.start, info)
-        await asyncio.to_thread(rd.finish, status, f"task setup failed: {e}")
-        result = RolloutResult(status, f"task setup failed: {e}", 0, None, 0.0, 0.0)
-        return RolloutOutcome(k, result, None, None)
+        await asyncio.to_thread(rd.finish, status, reason)
+        return RolloutOutcome(k, RolloutResult(status, reason, 0, None, 0.0, 0.0), None,
+                              reason if status == "setup_failed" else None)
     info = info.model_copy(update={"network": (await env.worker_facts()).network})  # recorded in rollout.json
     guide_model, pointer = guide_models(run.models, tagged, tags)
     cfg = await settled_config(guided_config(run.config), env)  # the environment's own facts
@@ -112,18 +145,44 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
     )
     async with recorded(env, rd.path, enabled=run.config.rollout.record):
         result = await rollout.run()
-        if result.status in ("environment_lost", "errored"):
+        if result.status in WORLD_FAILURES:
             return RolloutOutcome(k, result, None, None)
         try:
             score = await env.score_task(task, cache, last_action=result.last_action)
-        except EnvError as e:
-            _log.warning("evaluating %s rollout %d failed: %s", task.id, k, e)
-            return RolloutOutcome(k, result, None, str(e))
+        except Exception as e:
+            if is_disk_full(e):
+                raise
+            return await _scoring_failed(run, k, result, e)
     if score is not None:
         header = await asyncio.to_thread(rd.read_info)
         if header is not None:
             await asyncio.to_thread(rd.write_info, header.model_copy(update={"score": score}))
     return RolloutOutcome(k, result, score)
+
+
+async def _scoring_failed(run: TaskRun, k: int, result: RolloutResult, exc: Exception) -> RolloutOutcome:
+    """The rollout when its scorer failed: the agent's outcome is kept and the header's
+    `score_error` says why there is no score (``scoring_failed``), so a judge or critic sees the
+    rollout as it ended; an environment that died meanwhile makes it ``environment_lost``."""
+    reason = task_failure(run.task.id, "scoring", exc)
+    _log.info("%s", reason, exc_info=not isinstance(exc, EnvError))
+    rd = run.layout.rollout(run.task.id, k)
+    header = await asyncio.to_thread(rd.read_info)
+    if isinstance(exc, EnvironmentLost):
+        lost = f"environment lost while scoring: {reason}"
+        if header is not None:
+            await asyncio.to_thread(rd.write_info, header.model_copy(update={"status": "environment_lost",
+                                                                              "reason": lost}))
+        return RolloutOutcome(k, dataclasses.replace(result, status="environment_lost", reason=lost), None)
+    if header is not None:
+        await asyncio.to_thread(rd.write_info, header.model_copy(update={"score_error": reason}))
+    return RolloutOutcome(k, result, None, reason)
+
+
+def task_errors(outcomes: Iterable[RolloutOutcome]) -> dict[int, RolloutError]:
+    """The outcomes whose task setup or scorer failed, for `TaskResult.errors`."""
+    found = {o.index: o.error for o in outcomes}
+    return {k: e for k, e in found.items() if e is not None}
 
 
 class SingleRollout:
@@ -142,7 +201,7 @@ class SingleRollout:
         finally:
             run.pool.release(env)
         self.outcomes[run.task.id] = outcome
-        result = TaskResult.from_scores(run.task.id, {0: outcome.score}, selected=0)
+        result = TaskResult.from_scores(run.task.id, {0: outcome.score}, selected=0, errors=task_errors([outcome]))
         await asyncio.to_thread(run.task_dir.write_result, result)
         return result
 

@@ -7,10 +7,9 @@ another N its counts are scaled to N (largest remainders). For each of `samples`
 (seeded) every task gets such a subset, drawn without replacement from its pools; the
 judge picks one rollout. Each point reports, each under its own name:
 
-- ``blind``: the score of the judge's pick on every subset (no pick: 0), what a deployment
-  of the selector gets. A subset whose rollouts all scored 0 needs no call (every outcome
-  is 0); one whose rollouts all succeeded is still judged, since a judge that gives no
-  pick loses the task;
+- ``blind``: the score of the judge's pick on every subset, what a deployment of the
+  selector gets. A subset whose rollouts all scored 0 needs no call (every outcome is 0);
+  one whose rollouts all succeeded is still judged;
 - ``min_gain``: *minimum + gain*, oracle-filtered as Agent-S's released selection scripts
   report: a subset whose rollouts all score alike counts that score without a judge (the
   evaluator's scores decide what is judged), the others the pick's score;
@@ -19,7 +18,9 @@ judge picks one rollout. Each point reports, each under its own name:
 `oracle_only` skips the calls only blind selection needs (``blind`` is then None).
 Candidates are narrated once per rollout from the fact cache of the run the rollout
 belongs to, so facts narrated while the run ran cost nothing. Confidence intervals are
-percentile bootstraps over tasks (seeded).
+percentile bootstraps over tasks (seeded). A judge that fails for good on a subset (no
+usable answer, a refusal, a spend limit) is counted in `judge_errors` and that draw is left
+out of the figures that needed it: never scored as a pick.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import numpy as np
 from bjudge import Candidate, JudgeConfig, NarrativeBuilder, NarrativeConfig, make_judge
 from bjudge.representations import narrate_rollout
 from core.llm import ChatModel
-from core.trajectory import AGENT_OUTCOMES, RunLayout
+from core.trajectory import AGENT_OUTCOMES, RunLayout, rollout_error
 
 from .wide import fact_cache
 
@@ -45,6 +46,7 @@ __all__ = [
     "PoolRollout",
     "SweepError",
     "SweepPoint",
+    "errored_rollouts",
     "load_pools",
     "parse_mixtures",
     "scaled_counts",
@@ -119,9 +121,16 @@ class PoolRollout:
         return self.score >= 1.0 - 1e-9
 
 
+def errored_rollouts(layouts: Sequence[RunLayout]) -> int:
+    """Rollouts of the runs whose task setup or scorer failed: left out of every pool (an
+    error, never a score), counted so the sweep can say so."""
+    return sum(rollout_error(info) is not None
+               for layout in layouts for headers in layout.headers().values() for info in headers.values())
+
+
 def load_pools(layouts: Sequence[RunLayout]) -> tuple[dict[str, dict[str, list[PoolRollout]]], dict[str, str]]:
     """{task: {model: rollouts}} over the runs, rollouts ended by the agent only (a world
-    failure says nothing of a model), and each task's instruction."""
+    failure, a failed setup or scorer, says nothing of a model), and each task's instruction."""
     pools: dict[str, dict[str, list[PoolRollout]]] = defaultdict(lambda: defaultdict(list))
     instructions: dict[str, str] = {}
     for i, layout in enumerate(layouts):
@@ -131,7 +140,7 @@ def load_pools(layouts: Sequence[RunLayout]) -> tuple[dict[str, dict[str, list[P
                 continue
             instructions.setdefault(task_id, task.instruction)
             for k, info in sorted(headers.items()):
-                if info is None or info.status not in AGENT_OUTCOMES:
+                if info is None or info.status not in AGENT_OUTCOMES or info.score_error is not None:
                     continue
                 pools[task_id][info.model].append(PoolRollout(i, task_id, k, info.model, info.score or 0.0))
     return {t: dict(m) for t, m in pools.items()}, instructions
@@ -159,6 +168,8 @@ class SweepPoint:
     judge_calls: int = 0
     per_task: dict[str, float] = field(default_factory=dict)
     """Blind selection's score per task (minimum + gain's when blind was not asked for)."""
+    #: Draws whose judge failed for good: left out of the figures that needed it, never a pick.
+    judge_errors: int = 0
 
     def row(self) -> dict[str, Any]:
         blind_lo, blind_hi = self.blind_ci if self.blind_ci is not None else (None, None)
@@ -166,7 +177,8 @@ class SweepPoint:
                 "blind": self.blind, "blind_lo": blind_lo, "blind_hi": blind_hi,
                 "min_gain": self.min_gain, "min_gain_lo": self.min_gain_ci[0], "min_gain_hi": self.min_gain_ci[1],
                 "mean_rollout": self.mean_rollout, "pass_at_n": self.pass_at_n,
-                "pass_lo": self.pass_ci[0], "pass_hi": self.pass_ci[1], "judge_calls": self.judge_calls}
+                "pass_lo": self.pass_ci[0], "pass_hi": self.pass_ci[1], "judge_calls": self.judge_calls,
+                "judge_errors": self.judge_errors}
 
 
 def _bootstrap(values: list[float], rng: np.random.Generator, resamples: int) -> tuple[float, float]:
@@ -215,18 +227,11 @@ async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: l
     judged: dict[tuple[tuple[int, str, int], ...], int | None] = {}
     rng_ci = np.random.default_rng(seed)
     points: list[SweepPoint] = []
-
-    async def pick(task_id: str, subset: list[PoolRollout], s: int) -> float:
-        key = tuple((r.run, r.task_id, r.k) for r in subset)
-        if key not in judged:
-            judged[key] = await _judge(narrations, model, judge, judge_cfg, instructions[task_id], subset, seed + s)
-        chosen = judged[key]
-        return subset[chosen].score if chosen is not None else 0.0
-
     for mixture in mixtures:
         for n in ns or [mixture.total]:
             counts = scaled_counts(mixture, n)
             calls_before = len(judged)
+            failed = 0
             filtered: dict[str, list[float]] = defaultdict(list)
             blind: dict[str, list[float]] = defaultdict(list)
             passed: dict[str, list[float]] = defaultdict(list)
@@ -240,15 +245,25 @@ async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: l
                     scores = [r.score for r in subset]
                     passed[task_id].append(float(any(r.success for r in subset)))
                     means[task_id].append(sum(scores) / len(scores))
-                    if len(set(scores)) > 1:  # the rollouts disagree: both figures take the pick
-                        score = await pick(task_id, subset, s)
-                        filtered[task_id].append(score)
-                        blind[task_id].append(score)
+                    agree = len(set(scores)) == 1
+                    if agree:
+                        filtered[task_id].append(scores[0])  # counted without a judge
+                        if oracle_only:
+                            continue
+                        if scores[0] == 0 or len(subset) == 1:  # every outcome is this score
+                            blind[task_id].append(scores[0])
+                            continue
+                    key = tuple((r.run, r.task_id, r.k) for r in subset)
+                    if key not in judged:
+                        judged[key] = await _judge(narrations, model, judge, judge_cfg, instructions[task_id],
+                                                   subset, seed + s)
+                    pick = judged[key]
+                    if pick is None:
+                        failed += 1
                         continue
-                    filtered[task_id].append(scores[0])  # agreeing: counted without a judge
-                    if not oracle_only:  # a blind selector still has to pick (all 0: any outcome is 0)
-                        blind[task_id].append(await pick(task_id, subset, s) if scores[0] > 0 and len(subset) > 1
-                                              else scores[0])
+                    blind[task_id].append(subset[pick].score)
+                    if not agree:
+                        filtered[task_id].append(subset[pick].score)
             per_filtered = {t: sum(v) / len(v) for t, v in filtered.items()}
             per_blind = {t: sum(v) / len(v) for t, v in blind.items()}
             per_pass = [sum(v) / len(v) for v in passed.values()]
@@ -262,7 +277,8 @@ async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: l
                 blind=None if oracle_only else (float(np.mean(list(per_blind.values()))) if per_blind else 0.0),
                 blind_ci=None if oracle_only else _bootstrap(list(per_blind.values()), rng_ci, resamples),
                 mean_rollout=float(np.mean(per_mean)) if per_mean else 0.0,
-                judge_calls=len(judged) - calls_before, per_task=per_filtered if oracle_only else per_blind))
+                judge_calls=len(judged) - calls_before, per_task=per_filtered if oracle_only else per_blind,
+                judge_errors=failed))
     return points
 
 
@@ -280,10 +296,14 @@ def _draw(pool: dict[str, list[PoolRollout]], mixture: MixtureSpec, counts: list
 
 async def _judge(narrations: _Narrations, model: ChatModel, judge: str, cfg: JudgeConfig | None,
                  instruction: str, subset: list[PoolRollout], seed: int) -> int | None:
-    """Position in `subset` of the judge's pick (None when it picks none)."""
+    """Position in `subset` of the judge's pick; None when the judge failed (an error, never
+    a pick), and 0 when it deliberately picked none."""
     shown = []
     for i, r in enumerate(subset):
         c = await narrations.candidate(r)
         shown.append(Candidate(rollout=i, parts=c.parts, representation=c.representation))
     base = cfg or JudgeConfig()
-    return (await make_judge(judge, model, base.model_copy(update={"seed": seed}))(instruction, shown)).chosen
+    selection = await make_judge(judge, model, base.model_copy(update={"seed": seed}))(instruction, shown)
+    if selection.error is not None:
+        return None
+    return selection.chosen if selection.chosen is not None else 0

@@ -22,7 +22,7 @@ from core.trajectory import RunLayout
 
 from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
 from .running import run_clock
-from .sweep import SweepError, SweepPoint, parse_mixtures, sweep
+from .sweep import SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
 
 __all__ = ["plot_sweep", "sweep_command", "write_tables"]
 
@@ -92,16 +92,19 @@ def plot_sweep(points: list[SweepPoint], path: Path) -> Path:
 
 def _table(points: list[SweepPoint]) -> str:
     lines = [f"{'mixture':<32}{'N':>4}{'tasks':>7}{'blind %':>9}{'95% CI':>13}{'min+gain %':>12}{'95% CI':>13}"
-             f"{'mean %':>8}{'pass@N %':>10}{'judge calls':>13}"]
+             f"{'mean %':>8}{'pass@N %':>10}{'judge calls':>13}{'judge err':>11}"]
     for p in points:
         blind = "—" if p.blind is None else f"{100 * p.blind:.1f}"
         blind_ci = "—" if p.blind_ci is None else f"{100 * p.blind_ci[0]:.1f}-{100 * p.blind_ci[1]:.1f}"
         ci = f"{100 * p.min_gain_ci[0]:.1f}-{100 * p.min_gain_ci[1]:.1f}"
         lines.append(f"{p.mixture:<32}{p.n:>4}{p.tasks:>7}{blind:>9}{blind_ci:>13}{100 * p.min_gain:>12.1f}{ci:>13}"
-                     f"{100 * p.mean_rollout:>8.1f}{100 * p.pass_at_n:>10.1f}{p.judge_calls:>13}")
+                     f"{100 * p.mean_rollout:>8.1f}{100 * p.pass_at_n:>10.1f}{p.judge_calls:>13}{p.judge_errors:>11}")
     lines.append("blind: the judge's pick on every subset; min+gain: minimum + gain, oracle-filtered (subsets whose "
                  "rollouts agree count without a judge, as Agent-S's released scripts report); mean: the mean "
                  "rollout; pass@N: the best rollout (an oracle)")
+    if any(p.judge_errors for p in points):
+        lines.append("(judge err: draws whose judge failed for good, left out of the figures that needed them: "
+                     "errors, not picks)")
     return "\n".join(lines)
 
 
@@ -166,6 +169,9 @@ def sweep_command(
     except SweepError as e:
         raise _fail(str(e)) from None
     typer.echo(_table(points))
+    errored = errored_rollouts(layouts)
+    if errored:
+        typer.echo(f"left out: {errored} rollouts whose task setup or scorer failed (errors, not scores)")
     json_path, csv_path = write_tables(points, folder)
     png = plot_sweep(points, folder / "sweep.png")
     new = ledger.records[before:]

@@ -4,8 +4,9 @@ Each rollout borrows its own environment, reverted to the task's snapshot, and r
 model of the mixture with stochastic decoding and its own seed (recorded in its header).
 At most ``wide.concurrency`` rollouts run at once (an `asyncio_pool.AioPool`); calls to
 one endpoint are bounded by the model layer (``wide.per_provider``). A rollout lost to the
-world (environment lost, provider down) is run again on a fresh environment up to
-``wide.max_retries`` times, then recorded as it ended; the others go on regardless.
+world (environment lost, provider down, a failed setup) is run again on a fresh environment up
+to ``wide.max_retries`` times, then recorded as it ended; the others go on regardless. A
+rollout whose setup or scorer failed has no score: its task is errored (`TaskResult.errors`).
 
 Every landed step is narrated in the background (`LiveNarrator`); when the last rollout
 ends, the judge compares the rollouts that ended by the agent's doing and picks one.
@@ -44,7 +45,7 @@ from .mixture import MixtureEntry, RolloutSlot, assign, parse_mixture
 from .models import ModelSet
 from .narration import LiveNarrator
 from .outcomes import RolloutResult
-from .strategy import RolloutOutcome, TaskRun, run_rollout
+from .strategy import RolloutOutcome, TaskRun, run_rollout, task_errors
 from .wide_config import JudgeModelConfig, WideConfig
 
 __all__ = ["FACT_CACHE_DIR", "WideScaling", "WideTimings", "fact_cache", "judge_name"]
@@ -233,7 +234,8 @@ class WideScaling:
         timings.selected = clock.monotonic()
         self.selections[task_id] = selection
         chosen = selection.chosen if selection is not None else None
-        result = TaskResult.from_scores(task_id, {o.index: o.score for o in ordered}, selected=chosen)
+        result = TaskResult.from_scores(task_id, {o.index: o.score for o in ordered}, selected=chosen,
+                                        errors=task_errors(ordered))
         await asyncio.to_thread(run.task_dir.write_result, result)
         return result
 
@@ -253,9 +255,9 @@ class WideScaling:
             outcome = await self._attempt(run, slot, models, attempt)
             if attempt > 1:
                 await asyncio.to_thread(self._record_attempts, run, k, attempt)
-            self._tell(run.task.id, k, outcome.result.status, slot.entry.model, attempt)
-            if outcome.result.status not in WORLD_FAILURES:
-                break
+            self._tell(run.task.id, k, outcome.shown_status, slot.entry.model, attempt)
+            if outcome.result.status not in WORLD_FAILURES:  # a failed scorer is not run again: that would
+                break  # pay for the whole rollout again (a resumed run redoes it)
         assert outcome is not None
         return outcome
 

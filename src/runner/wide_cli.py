@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from core.config import dump_config
 from core.llm import CallRecord, Ledger, MissingAPIKeyError
+from core.llm.notices import watching_retries
 from core.trajectory import RunLayout, Task
 
 from .board import RolloutBoard
@@ -26,6 +27,7 @@ from .demo_policy import DEMO_MODEL
 from .executors import open_environments
 from .mixture import assign, parse_mixture
 from .models import ModelSet, settled_config
+from .noop_policy import is_noop
 from .report import module_totals, write_report
 from .resume import ResumingWide
 from .strategy import TaskRun
@@ -45,9 +47,10 @@ def check_wide(cfg: RunConfig) -> None:
 
 
 def prepare_wide(cfg: RunConfig) -> RunConfig:
-    """The scripted demo policy gets the scripted demo narrator and judge (labelled), unless
-    a judge model is set."""
-    if cfg.strategy != "wide" or cfg.policy.model != DEMO_MODEL or cfg.wide.judge_model is not None:
+    """A scripted policy (the demo's, a do-nothing one) gets the scripted demo narrator and
+    judge (labelled), unless a judge model is set."""
+    scripted = cfg.policy.model == DEMO_MODEL or is_noop(cfg.policy.model)
+    if cfg.strategy != "wide" or not scripted or cfg.wide.judge_model is not None:
         return cfg
     register_demo_judge()
     wide = cfg.wide.model_copy(update={"judge_model": JudgeModelConfig(model=DEMO_JUDGE_MODEL)})
@@ -88,7 +91,7 @@ async def run_wide(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelS
             await asyncio.to_thread(layout.write_config, dump_config(shown))
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[board.hook])
-            with board.live():
+            with board.live(), watching_retries(board.retry):
                 await strategy(run)
             console.print()
     finally:
@@ -105,6 +108,8 @@ def summarize(console: Console, cfg: RunConfig, task: Task, strategy: WideScalin
     selection = strategy.selections.get(task.id)
     for o in outcomes:
         score = "—" if o.score is None else f"{o.score:g}"
+        if o.error is not None:
+            score = f"[red]none ({o.error.outcome})[/red]"
         console.print(f"[bold]rollout {o.index}[/bold] {o.result.status} after {o.result.steps} steps "
                       f"in {o.result.seconds:.1f} s, score {score}: {escape(o.result.reason)}")
     if selection is None:

@@ -15,8 +15,6 @@ from .bench import (
     labels_from_run,
     load_labels,
     load_predictions,
-    render_table,
-    results_json,
     score_predictions,
 )
 from .critics import CRITICS, Critic, ThemisCritic, make_critic
@@ -34,15 +32,19 @@ from .record import (
     save_verdict,
     verdict_path,
 )
+from .released import Released, is_judgment_folder, is_results_file, read_released
+from .rounding import ROUNDINGS, Rounding, percent
 from .runs import export_accepted, run_items
 from .sequential import SequentialCritic
 from .summary import summarize
+from .table import render_table, results_json
 from .traces import TraceSource, trace_source
 from .view import TaskInfo, TrajectorySource
 
 __all__ = [
     "CRITICS",
     "FORMATS",
+    "ROUNDINGS",
     "BenchResult",
     "Confusion",
     "Critic",
@@ -53,6 +55,8 @@ __all__ = [
     "LastKOptions",
     "LastKRecord",
     "Published",
+    "Released",
+    "Rounding",
     "Scores",
     "SequentialCritic",
     "SequentialOptions",
@@ -71,12 +75,16 @@ __all__ = [
     "grade_rollout",
     "grade_source",
     "group_of",
+    "is_judgment_folder",
+    "is_results_file",
     "labels_from_run",
     "load_labels",
     "load_predictions",
     "load_verdict",
     "make_critic",
+    "percent",
     "read_labels",
+    "read_released",
     "render_table",
     "results_json",
     "run_items",

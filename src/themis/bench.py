@@ -24,11 +24,20 @@ an error (the critic failed: ``on_error="exclude"`` leaves it out of the metrics
 ``"reject"`` counts it as 0), missing (no prediction: counted as 0, or left out with
 ``skip_missing``), or, for prediction ids that match no label, ``unmatched``. Each is
 counted per group, and the table says which rule was applied.
+
+**Groups.** ``by=("benchmark", "agent")`` scores every combination of the values seen
+(one that holds no trajectory is listed as empty, never silently dropped) and the margins
+(``webarena/*``: every agent on WebArena; ``*/gpt-4o``: one agent on every benchmark).
+Macro averages are means over the non-empty combinations; an empty group never enters
+one, whatever the rule for undefined ratios. Verdicts released by AgentRewardBench
+(``results.json``, judgment folders) are read by `themis.released`.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -39,11 +48,13 @@ from core.trajectory import RolloutDir, RunLayout, TaskDir
 
 from .critics import Critic
 from .grading import Published, grade_many
-from .metrics import Scores, score
+from .metrics import METRICS, Scores, score
+from .rounding import Rounding
 from .traces import trace_source
 from .view import TaskInfo
 
 __all__ = [
+    "ALL",
     "BenchResult",
     "ErrorRule",
     "LabelEntry",
@@ -53,9 +64,8 @@ __all__ = [
     "labels_from_run",
     "load_labels",
     "load_predictions",
-    "render_table",
-    "results_json",
     "score_predictions",
+    "shown",
 ]
 
 #: What an errored verdict counts as: left out of the metrics, or a rejection (0).
@@ -107,6 +117,16 @@ class LabelEntry(BaseModel):
 
 #: Group names the table uses for itself.
 _RESERVED = ("overall", "macro")
+#: The value a margin group has in the fields it spans (``webarena/*``).
+ALL = "*"
+#: Characters of a value shown in an error line; a longer one is cut.
+_SHOWN = 80
+
+
+def shown(value: object) -> str:
+    """`repr(value)`, cut to a length an error line can carry."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN - 20]}... ({len(text)} characters)"
 
 
 def group_of(entry: LabelEntry, by: Sequence[str]) -> str:
@@ -123,13 +143,18 @@ class BenchResult(BaseModel):
 
     name: str
     scores: dict[str, Scores]
-    """``overall`` and one entry per group."""
+    """``overall`` and one entry per group (combinations, then margins)."""
     macro: dict[str, float | None] = Field(default_factory=dict)
-    """Accuracy, precision, recall and F1 averaged over the groups (two or more)."""
+    """Each metric averaged over the non-empty combinations (when two or more)."""
     by: list[str] = Field(default_factory=lambda: ["platform"])
     on_error: ErrorRule = "exclude"
     skip_missing: bool = False
     undefined: Undefined = "dash"
+    rounding: Rounding = "exact"
+    leaves: list[str] = Field(default_factory=list)
+    """The combinations of the grouping fields' values, empty ones included."""
+    margins: list[str] = Field(default_factory=list)
+    """Groups spanning every value of some fields (``webarena/*``)."""
     predictions: dict[str, int]
     missing: list[str] = Field(default_factory=list)
     """Labelled ids with no prediction."""
@@ -184,7 +209,7 @@ def load_predictions(path: Path | str) -> dict[str, int | None]:
     except json.JSONDecodeError:
         whole = None  # several JSONL lines starting with "{"
     if isinstance(whole, dict) and "id" not in whole:
-        pairs = [(str(k), v, f"{path}: {k}") for k, v in whole.items()]
+        pairs = [(str(k), v, f"{path}: {shown(k)}") for k, v in whole.items()]
     else:
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -198,14 +223,14 @@ def load_predictions(path: Path | str) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for key, value, where in pairs:
         if key in out:
-            raise ValueError(f"{where}: id {key!r} has a second prediction; keep one per id")
+            raise ValueError(f"{where}: id {shown(key)} has a second prediction; keep one per id")
         if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == -1) \
                 or (isinstance(value, str) and value.strip().lower() in _FAILED):
             out[key] = None
             continue
         value = _binary(value)
         if value not in (0, 1) or isinstance(value, float):
-            raise ValueError(f"{where}: prediction must be 0 or 1 (or null for a failed judge), not {value!r}")
+            raise ValueError(f"{where}: prediction must be 0 or 1 (or null for a failed judge), not {shown(value)}")
         out[key] = int(value)  # type: ignore[call-overload]
     return out
 
@@ -217,10 +242,36 @@ def _average(values: list[float | None], undefined: Undefined) -> float | None:
     return sum(defined) / len(defined) if defined else None
 
 
+#: How many cells a cross product of group values may have before empty ones are not listed.
+_MAX_CROSS = 2000
+
+
+def _group_keys(keys: set[tuple[str, ...]], width: int) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """(leaf groups, margin groups). With several fields, the leaves are every combination of
+    the values seen (so an empty combination is listed as such) and each margin puts `ALL`
+    in some of the fields; a single field has leaves only."""
+    if width == 1:
+        return sorted(keys), []
+    values = [sorted({k[i] for k in keys}) for i in range(width)]
+    leaves = sorted(keys)
+    if math.prod(len(v) for v in values) <= _MAX_CROSS:
+        leaves = sorted(itertools.product(*values))
+    margins: list[tuple[str, ...]] = []
+    for mask in itertools.product((False, True), repeat=width):
+        if all(mask) or not any(mask):
+            continue
+        margins += sorted({tuple(ALL if m else v for v, m in zip(key, mask, strict=True)) for key in keys})
+    return leaves, margins
+
+
+def _in(key: tuple[str, ...], group: tuple[str, ...]) -> bool:
+    return all(g == ALL or g == k for k, g in zip(key, group, strict=True))
+
+
 def score_predictions(name: str, labels: Sequence[LabelEntry], predictions: Mapping[str, int | None], *,
                       errors: Mapping[str, str] | None = None, on_error: ErrorRule = "exclude",
                       skip_missing: bool = False, by: Sequence[str] = ("platform",),
-                      undefined: Undefined = "dash") -> BenchResult:
+                      undefined: Undefined = "dash", rounding: Rounding = "exact") -> BenchResult:
     """Score 0/1 predictions by id against the labels; see the module docstring."""
     errors = dict(errors or {})
     for key, value in predictions.items():
@@ -229,37 +280,42 @@ def score_predictions(name: str, labels: Sequence[LabelEntry], predictions: Mapp
     labelled = {e.id for e in labels}
     fill = 0.0 if undefined == "zero" else None
     missing: list[str] = []
-    triples: list[tuple[int, int, str]] = []
-    group_errors: dict[str, int] = {}
-    group_missing: dict[str, int] = {}
+    # Per label: its group key and what it counts as (a triple, an error, a missing verdict).
+    rows: list[tuple[tuple[str, ...], tuple[int, int] | None, str]] = []
     for e in labels:
-        group = group_of(e, by)
-        if group in _RESERVED:
-            raise ValueError(f"{e.id}: group {group!r} is a name the table uses; rename that value")
+        where = tuple(group_of(e, [field]) for field in by)
+        if "/".join(where) in _RESERVED or ALL in where:
+            raise ValueError(f"{e.id}: group {'/'.join(where)!r} is a name the table uses; rename that value")
         if e.id in errors:
-            group_errors[group] = group_errors.get(group, 0) + 1
-            if on_error == "reject":
-                triples.append((e.label, 0, group))
+            rows.append((where, (int(e.label), 0) if on_error == "reject" else None, "error"))
             continue
-        value = predictions.get(e.id)
         if e.id not in predictions:
             missing.append(e.id)
-            group_missing[group] = group_missing.get(group, 0) + 1
-            if not skip_missing:
-                triples.append((e.label, 0, group))
+            rows.append((where, None if skip_missing else (int(e.label), 0), "missing"))
             continue
+        value = predictions[e.id]
         assert value is not None
-        triples.append((e.label, value, group))
-    scores = {"overall": score(triples, undefined=fill)}
-    groups = sorted({t[2] for t in triples} | set(group_errors) | set(group_missing))
-    for group in groups:
-        scores[group] = score([t for t in triples if t[2] == group], undefined=fill)
+        rows.append((where, (int(e.label), value), "scored"))
+    leaves, margins = _group_keys({k for k, _, _ in rows}, len(by))
+    scores = {"overall": score([p for _, p, _ in rows if p is not None], undefined=fill)}
+    group_errors: dict[str, int] = {}
+    group_missing: dict[str, int] = {}
+    for cell in sorted([*leaves, *margins], key=lambda g: tuple((v == ALL, v) for v in g)):
+        inside = [(p, kind) for k, p, kind in rows if _in(k, cell)]
+        label = "/".join(cell)
+        scores[label] = score([p for p, _ in inside if p is not None], undefined=fill)
+        if (n := sum(kind == "error" for _, kind in inside)):
+            group_errors[label] = n
+        if (n := sum(kind == "missing" for _, kind in inside)):
+            group_missing[label] = n
+    filled = ["/".join(g) for g in leaves if scores["/".join(g)].n > 0]  # empty groups stay out
     macro: dict[str, float | None] = {}
-    if len(groups) > 1:
-        for metric in ("accuracy", "precision", "recall", "f1"):
-            macro[metric] = _average([getattr(scores[g], metric) for g in groups], undefined)
+    if len(filled) > 1:
+        for metric in METRICS:
+            macro[metric] = _average([getattr(scores[g], metric) for g in filled], undefined)
     return BenchResult(name=name, scores=scores, macro=macro, by=list(by), on_error=on_error,
-                       skip_missing=skip_missing, undefined=undefined,
+                       skip_missing=skip_missing, undefined=undefined, rounding=rounding,
+                       leaves=["/".join(g) for g in leaves], margins=["/".join(g) for g in margins],
                        predictions={e.id: v for e in labels if (v := predictions.get(e.id)) is not None},
                        missing=missing, errors={k: v for k, v in errors.items() if k in labelled},
                        unmatched=sorted(k for k in predictions if k not in labelled),
@@ -289,7 +345,8 @@ def _rollout_dir(path: Path) -> RolloutDir:
 async def bench_critic(critic: Critic, labels: Sequence[LabelEntry], *, concurrency: int = 4,
                        save: bool = True, reuse: bool = True, on_error: ErrorRule = "exclude",
                        skip_missing: bool = False, by: Sequence[str] = ("platform",),
-                       undefined: Undefined = "dash", name: str | None = None) -> BenchResult:
+                       undefined: Undefined = "dash", rounding: Rounding = "exact",
+                       name: str | None = None) -> BenchResult:
     """Run `critic` on every labelled rollout and score it (as `name`, by default the
     critic's). A verdict with an error, or a grading that raised, is listed under
     ``errors`` and scored by `on_error`; saved verdicts with an error are graded again."""
@@ -318,7 +375,7 @@ async def bench_critic(critic: Critic, labels: Sequence[LabelEntry], *, concurre
         else:
             predictions[g.key] = g.verdict.reward
     return score_predictions(name or critic.name, labels, predictions, errors=errors, on_error=on_error,
-                             skip_missing=skip_missing, by=by, undefined=undefined)
+                             skip_missing=skip_missing, by=by, undefined=undefined, rounding=rounding)
 
 
 def labels_from_run(run: RunLayout, *, platform: str | None = None, threshold: float = 1.0) -> list[LabelEntry]:
@@ -341,42 +398,3 @@ def labels_from_run(run: RunLayout, *, platform: str | None = None, threshold: f
                 instruction=task.instruction if task is not None else None,
             ))
     return out
-
-
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}"
-
-
-def render_table(results: Sequence[BenchResult], *, groups: bool = True) -> str:
-    """A plain-text table: one row per critic and group, metrics in percent; under it, how
-    errors, missing predictions and unmatched ids were counted."""
-    header = ["critic", "group", "n", "pos", "pred", "err", "miss", "acc", "prec", "rec", "f1"]
-    rows = [header]
-    for r in results:
-        for group, s in r.scores.items():
-            if group != "overall" and not groups:
-                continue
-            err = sum(r.group_errors.values()) if group == "overall" else r.group_errors.get(group, 0)
-            gone = len(r.missing) if group == "overall" else r.group_missing.get(group, 0)
-            rows.append([r.name, group, str(s.n), str(s.positives), str(s.predicted), str(err), str(gone),
-                         _pct(s.accuracy), _pct(s.precision), _pct(s.recall), _pct(s.f1)])
-        if groups and r.macro:
-            rows.append([r.name, "macro", "", "", "", "", "", *(_pct(r.macro[m]) for m in
-                                                                 ("accuracy", "precision", "recall", "f1"))])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
-             for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    for r in results:
-        rule = "counted as rejections (0)" if r.on_error == "reject" else "excluded from the metrics"
-        miss = "left out" if r.skip_missing else "counted as 0"
-        lines.append(f"{r.name}: {len(r.errors)} errors ({rule}), {len(r.missing)} without prediction ({miss}), "
-                     f"{len(r.unmatched)} predictions matching no label; undefined ratios: {r.undefined}; "
-                     f"groups by {','.join(r.by)}" + ("; overall is the micro average, macro the mean over groups"
-                                                       if r.macro else ""))
-    return "\n".join(lines)
-
-
-def results_json(results: Sequence[BenchResult]) -> dict[str, object]:
-    """Everything the table shows, plus predictions, missing ids and errors, for ``--json``."""
-    return {r.name: r.model_dump(mode="json") for r in results}

@@ -1,4 +1,4 @@
-"""Critic metrics: accuracy, precision, recall and F1, overall and per platform.
+"""Critic metrics: accuracy, precision, recall, F1, NPV and TNR, overall and per platform.
 
 Inputs are (label, prediction, platform) triples with 1 meaning "the task succeeded" /
 "the critic accepted it". Degenerate cases are defined, not left to a division error:
@@ -11,6 +11,8 @@ Inputs are (label, prediction, platform) triples with 1 meaning "the task succee
   precision and recall whenever both are defined, is 0 when there were positives or
   accepted trajectories but none was a true positive, and is None only when tp + fp + fn
   = 0 (no positives and none predicted).
+- **NPV** (negative predictive value, tn / (tn + fn)) is None when nothing was rejected;
+  **TNR** (true negative rate, tn / (tn + fp)) is None when nothing failed.
 
 None is shown as "—" in tables and null in JSON. Papers that print 0 for undefined
 values can be matched with ``undefined=0.0``.
@@ -23,7 +25,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Confusion", "Scores", "score", "score_by_platform"]
+__all__ = ["METRICS", "Confusion", "Scores", "score", "score_by_platform"]
+
+#: The ratios every group gets, in table order.
+METRICS = ("accuracy", "precision", "recall", "f1", "npv", "tnr")
 
 Triple = tuple[int, int, str]
 
@@ -70,6 +75,14 @@ class Scores(BaseModel):
     precision: float | None
     recall: float | None
     f1: float | None
+    npv: float | None = None
+    """Negative predictive value: of the trajectories the critic rejected, how many failed."""
+    tnr: float | None = None
+    """True negative rate: of the failed trajectories, how many the critic rejected."""
+
+    @property
+    def confusion(self) -> Confusion:
+        return Confusion(self.tp, self.fp, self.tn, self.fn)
 
 
 def _ratio(num: int, den: int, undefined: float | None) -> float | None:
@@ -91,6 +104,8 @@ def score(triples: Iterable[tuple[int, int]] | Iterable[Triple], *, undefined: f
         precision=_ratio(c.tp, c.tp + c.fp, undefined),
         recall=_ratio(c.tp, c.tp + c.fn, undefined),
         f1=_ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn, undefined),
+        npv=_ratio(c.tn, c.tn + c.fn, undefined),
+        tnr=_ratio(c.tn, c.tn + c.fp, undefined),
     )
 
 

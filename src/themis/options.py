@@ -35,7 +35,8 @@ class _Options(BaseModel):
     """Screenshots are shrunk so their longer side is at most this; None sends them as taken."""
     temperature: float | None = None
     """Forces the roles' temperature; None asks for deterministic sampling where the model allows."""
-    max_tokens: int | None = Field(default=8192, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    """The roles' output limit; None leaves room for the model's thinking (`core.llm.limits`)."""
 
     def generate_config(self) -> GenerateConfig:
         return GenerateConfig.deterministic(temperature=self.temperature, max_tokens=self.max_tokens)

@@ -16,9 +16,13 @@ Formats (``--format``, or detected from the path):
   ``label``/``success``/``human_label``/``reward``) and says which key it missed.
 - ``agentrewardbench``: AgentRewardBench's ``annotations.csv`` (``benchmark``,
   ``model_name``, ``task_id``, ``trajectory_success`` = Successful / Unsuccessful /
-  Unsure), with ``splits.csv`` (``task_id``, ``split``) beside it when present. The first
-  annotation of a trajectory is the primary annotator's and is the label (as the
-  benchmark's own scorer does); later ones and "Unsure" labels are counted, not scored.
+  Unsure), with ``splits.csv`` (``task_id``, ``split``) beside it when present. Read as the
+  benchmark's own scorer (``scripts/score_judgments.py``) reads it: the first annotation
+  of a trajectory is the primary annotator's and is the label (later ones and "Unsure"
+  labels are counted, not scored); a task id is looked up in splits.csv without its
+  ``.resized`` / ``.improved`` suffix; WorkArena's L2 tasks are the ``workarena++``
+  benchmark (the file's own value is kept as ``annotation_benchmark``). Labels keep the
+  file's row order, which is the order of the scorer's released verdict vectors.
 - ``mind2web``: Online-Mind2Web's ``human_label.json``: per task, one column per agent
   with "0" (failure), "1" (success) or "2" (not executable: counted, not scored).
 
@@ -37,7 +41,18 @@ from typing import Any, Literal
 from .bench import LabelEntry, load_labels
 from .traces import STEP_LISTS, TRACE_FILE, TraceSource, first_of, trace_source
 
-__all__ = ["FORMATS", "Format", "LabelSet", "TraceSource", "detect_format", "read_labels", "trace_source"]
+__all__ = [
+    "ARB_ID_SUFFIXES",
+    "FORMATS",
+    "Format",
+    "LabelSet",
+    "TraceSource",
+    "arb_benchmark",
+    "arb_task_id",
+    "detect_format",
+    "read_labels",
+    "trace_source",
+]
 
 Format = Literal["jsonl", "osreward", "ogrbench", "agentrewardbench", "mind2web"]
 FORMATS: tuple[Format, ...] = ("jsonl", "osreward", "ogrbench", "agentrewardbench", "mind2web")
@@ -55,6 +70,8 @@ class LabelSet:
     format: Format
     skipped: dict[str, int] = field(default_factory=dict)
     """Reason -> count: e.g. ``unsure label``, ``secondary annotation``, ``not executable``."""
+    notes: list[str] = field(default_factory=list)
+    """What a reader should know about the labels kept (e.g. ids without a split)."""
 
 
 def _label(value: object, where: str) -> int | None:
@@ -193,6 +210,25 @@ def _ogrbench(path: Path) -> LabelSet:
     return LabelSet(_checked(out, str(path)), "ogrbench", skipped)
 
 
+#: Suffixes AgentRewardBench's annotations carry on task ids that its splits.csv does not
+#: (resized screenshots, improved task texts); its scorer drops them before the lookup.
+ARB_ID_SUFFIXES = (".resized", ".improved")
+
+
+def arb_task_id(task_id: str) -> str:
+    """A task id as AgentRewardBench's scorer looks it up in splits.csv (suffixes removed)."""
+    for suffix in ARB_ID_SUFFIXES:
+        task_id = task_id.replace(suffix, "")
+    return task_id
+
+
+def arb_benchmark(benchmark: str, task_id: str) -> str:
+    """The benchmark AgentRewardBench's scorer reports: WorkArena's L2 tasks are WorkArena++."""
+    if benchmark == "workarena" and "l2" in task_id.lower():
+        return "workarena++"
+    return benchmark
+
+
 def _agentrewardbench(path: Path) -> LabelSet:
     with path.open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -206,11 +242,13 @@ def _agentrewardbench(path: Path) -> LabelSet:
         with split_file.open(newline="", encoding="utf-8") as f:
             splits = {r["task_id"]: r["split"] for r in csv.DictReader(f)}
     skipped: dict[str, int] = {}
+    notes: list[str] = []
     out: list[LabelEntry] = []
     seen: set[str] = set()
+    unsplit: list[str] = []
     for number, row in enumerate(rows, start=2):
         ident = f"{row['benchmark']}/{row['model_name']}/{row['task_id']}"
-        if ident in seen:
+        if ident in seen:  # the scorer's primary annotator is the first one
             skipped["secondary annotation"] = skipped.get("secondary annotation", 0) + 1
             continue
         seen.add(ident)
@@ -219,10 +257,18 @@ def _agentrewardbench(path: Path) -> LabelSet:
             skipped["unsure label"] = skipped.get("unsure label", 0) + 1
             continue
         extra = {k: v for k, v in row.items() if k not in ("trajectory_success",) and k}
+        extra["annotation_benchmark"] = row["benchmark"]
+        extra["benchmark"] = arb_benchmark(row["benchmark"], row["task_id"])
         if splits:
-            extra["split"] = splits.get(row["task_id"], "—")
+            split = splits.get(arb_task_id(row["task_id"]))
+            if split is None:
+                unsplit.append(row["task_id"])
+            extra["split"] = split or "—"
         out.append(LabelEntry.model_validate({**extra, "id": ident, "label": label, "agent": row["model_name"]}))
-    return LabelSet(out, "agentrewardbench", skipped)
+    if unsplit:
+        notes.append(f"{len(unsplit)} task ids have no split in {split_file.name} (split shown as —), "
+                     f"e.g. {unsplit[0]}")
+    return LabelSet(out, "agentrewardbench", skipped, notes)
 
 
 def _mind2web(path: Path) -> LabelSet:

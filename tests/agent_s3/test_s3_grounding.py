@@ -3,10 +3,13 @@ grounding model over ChatModel, and OCR text spans on a rendered image."""
 
 from __future__ import annotations
 
+import io
+import json
 import shutil
 from collections.abc import Callable
 
 import pytest
+from PIL import Image
 
 from agent_s3 import (
     Click,
@@ -22,6 +25,7 @@ from agent_s3 import (
 )
 from agent_s3.ocr import Word, find_phrase, parse_tsv, span_points
 from core.llm import ChatModel, ImagePart, Reply, Script, TextPart
+from core.llm.profiles import OVERRIDES_ENV
 
 
 def grounder(replies: list[str], **config: object) -> tuple[Grounder, Script]:
@@ -165,3 +169,63 @@ async def test_a_failed_location_is_asked_again(make_png: Callable[..., bytes]) 
     point, _ = await g.locate("the OK button", png, (800, 300))
     assert point == Point(10, 20)
     script.assert_done()
+
+
+def vision_grounder(monkeypatch: pytest.MonkeyPatch, vision: dict[str, object], replies: list[str],
+                    **config: object) -> tuple[Grounder, Script]:
+    """A scripted grounding model whose profile has `vision` rules, as a real model's would."""
+    monkeypatch.setenv(OVERRIDES_ENV, json.dumps({"scripted/seeing": {"vision": vision}}))
+    script = Script("seeing", [Reply(text=r) for r in replies])
+    return Grounder(ChatModel.from_name("scripted/seeing"), GroundingConfig(**config)), script
+
+
+def _sent(script: Script) -> tuple[int, int]:
+    image = next(p for p in script.requests[0].messages[-1].parts() if isinstance(p, ImagePart))
+    return Image.open(io.BytesIO(image.data)).size
+
+
+async def test_the_screenshot_goes_at_the_size_the_model_sees_and_the_prompt_says_so(
+        monkeypatch: pytest.MonkeyPatch, make_png: Callable[..., bytes]) -> None:
+    """Claude-style limits: 1920x1080 is sent as 1429x804 (long edge <= 1568, <= 1.15 MP), the prompt
+    names that size, and a point in it maps back to the screen."""
+    g, script = vision_grounder(monkeypatch, {"long_edge": 1568, "pixels": 1150000}, ["(714, 402)"])
+    result = await g.ground(Click(element_description="the centre"), make_png((1920, 1080)), (1920, 1080))
+    assert _sent(script) == (1429, 804)
+    assert "The screenshot is 1429x804 pixels" in script.requests[0].messages[-1].text()
+    assert result.points["target"] == Point(960, 540)
+
+
+@pytest.mark.parametrize(("vision", "reply", "expected", "asked"), [
+    ({"points": "norm1000"}, "(250, 500)", Point(480, 540), "from 0 to 1000"),
+    ({"points": "yx1000"}, '{"point": [500, 250]}', Point(480, 540), '{"point": [y, x]}'),
+    ({"points": "yx1000"}, '[{"box_2d": [400, 200, 600, 300], "label": "OK"}]', Point(480, 540), "y first"),
+    ({"points": "pixels", "long_edge": 2048, "short_edge": 768}, "(341, 384)", Point(480, 540), "1365x768"),
+])
+async def test_the_profile_names_the_convention(monkeypatch: pytest.MonkeyPatch, make_png: Callable[..., bytes],
+                                                vision: dict[str, object], reply: str, expected: Point,
+                                                asked: str) -> None:
+    g, script = vision_grounder(monkeypatch, vision, [reply])
+    result = await g.ground(Click(element_description="OK"), make_png((1920, 1080)), (1920, 1080))
+    assert result.points["target"] == expected
+    assert asked in script.requests[0].messages[-1].text()
+
+
+async def test_a_y_first_model_is_never_read_x_first(monkeypatch: pytest.MonkeyPatch,
+                                                     make_png: Callable[..., bytes]) -> None:
+    g, _ = vision_grounder(monkeypatch, {"points": "yx1000"}, ["(250, 500)"])
+    with pytest.raises(GroundingError, match=r'\{"point": \[y, x\]\}'):
+        await g.ground(Click(element_description="OK"), make_png((1920, 1080)), (1920, 1080))
+
+
+async def test_fractions_in_a_pixel_space_are_refused_not_clicked_in_the_corner(
+        make_png: Callable[..., bytes]) -> None:
+    g, _ = grounder(["(0.851, 0.844)"])
+    with pytest.raises(GroundingError, match="fractions"):
+        await g.ground(Click(element_description="OK"), make_png((1920, 1080)), (1920, 1080))
+
+
+async def test_an_explicit_space_wins_over_the_profile(monkeypatch: pytest.MonkeyPatch,
+                                                      make_png: Callable[..., bytes]) -> None:
+    g, _ = vision_grounder(monkeypatch, {"points": "yx1000"}, ["(250, 500)"], space="norm1000")
+    result = await g.ground(Click(element_description="OK"), make_png((1920, 1080)), (1920, 1080))
+    assert result.points["target"] == Point(480, 540)

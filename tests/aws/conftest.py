@@ -43,10 +43,13 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moto]:
 
 
 @pytest.fixture(autouse=True)
-def fake_aws(moto: Moto, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def fake_aws(moto: Moto, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_SUBNET_ID", "AWS_SECURITY_GROUP_ID",
-                "AWS_INSTANCE_TYPE", "ENABLE_TTL", "DEFAULT_TTL_MINUTES", "AWS_ENDPOINT_URL"):  # fmt: skip
+                "AWS_INSTANCE_TYPE", "ENABLE_TTL", "DEFAULT_TTL_MINUTES", "AWS_ENDPOINT_URL",
+                "AWS_SCHEDULER_ROLE_ARN", "AWS_SCHEDULER_ROLE_NAME", "AWS_AUTO_CREATE_SCHEDULER_ROLE",
+                "PROXY_CONFIG_FILE"):  # fmt: skip
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env of this machine is read: tests that want one write it here
     env = aws_environ(moto.url)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -80,6 +83,9 @@ def fleet_config(network: Network) -> FleetConfig:
         running_delay=1,
         running_attempts=5,
         max_instances=8,
+        port_timeout=1.0,
+        iam_propagation_wait=0.0,
+        watch_interval=0.2,
     )
 
 

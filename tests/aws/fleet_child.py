@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 
-from aws import Fleet, FleetConfig, HttpProbe, InstanceRecord
+from aws import Fleet, FleetConfig, HttpProbe, InstanceRecord, Reach
 
 
 async def main(args: dict[str, object]) -> None:
@@ -24,11 +24,14 @@ async def main(args: dict[str, object]) -> None:
         probe_interval=0.05,
         running_delay=1,
         running_attempts=5,
+        iam_propagation_wait=0.0,
+        required_ports=["server"],
+        vnc_port=None,
     )
-    url = "http://127.0.0.1:9" if args.get("dead") else str(args["url"])
+    port = 9 if args.get("dead") else int(str(args["url"]).rsplit(":", 1)[1])
 
-    def resolve(instance: InstanceRecord) -> str:
-        return url
+    def resolve(instance: InstanceRecord) -> Reach:
+        return Reach(host="127.0.0.1", ports={"server": port}, direct=True)
 
     fleet = Fleet(cfg, run_id=str(args["run_id"]), probe=HttpProbe(str(args["token"])), resolve=resolve)
     if args.get("exit_without_closing"):  # a program that forgets to close: atexit must clean up

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import base64
+import datetime as dt
+import json
 import logging
 import time
 from typing import Any
 
+import boto3
 import pytest
 from aws_helpers import FAKE_KEY_ID, FAKE_SECRET, IMAGE, DesktopServer, LoopbackResolver, Network
 
@@ -21,8 +23,10 @@ from aws import (
     FleetError,
     HttpProbe,
     InstanceRecord,
+    Reach,
     UnhealthyDesktop,
     server_address,
+    upstream,
 )
 from aws.tags import EXPIRES, FLEET, MARKER, MARKER_VALUE, OWNER, ROLLOUT, RUN, TASK, parse_time
 
@@ -44,9 +48,10 @@ def _instance(ec2: Any, instance_id: str) -> dict[str, Any]:
 
 async def test_launch_tags_ttl_network_and_close(
     fleet_config: FleetConfig, run_id: str, desktop_server: DesktopServer, resolver: LoopbackResolver,
-    network: Network, ec2: Any, live: Any, caplog: pytest.LogCaptureFixture,
+    network: Network, ec2: Any, live: Any, caplog: pytest.LogCaptureFixture, moto: Any,
 ) -> None:  # fmt: skip
     caplog.set_level(logging.DEBUG, logger="aws")
+    scheduler = boto3.session.Session(region_name="us-east-1").client("scheduler", endpoint_url=moto.url)
     before = time.time()
     async with _fleet(fleet_config, run_id, desktop_server, resolver) as fleet:
         machines = await asyncio.gather(*(fleet.launch(f"aws-{k}", task="task-a", rollout=k) for k in range(3)))
@@ -56,8 +61,8 @@ async def test_launch_tags_ttl_network_and_close(
             assert m.url == desktop_server.url and not m.used
             item = _instance(ec2, m.instance_id)  # type: ignore[arg-type]
             assert item["State"]["Name"] == "running"
-            assert item["ImageId"] == IMAGE and item["InstanceType"] == "t3.xlarge"
-            assert item["SubnetId"] == network.subnet_id
+            assert item["ImageId"] == IMAGE and item["InstanceType"] == upstream().instance_type
+            assert item["SubnetId"] == network.subnet_id and item.get("PublicIpAddress")  # a public IP, as desktop-env
             groups = [g["GroupId"] for g in item["NetworkInterfaces"][0]["Groups"]]
             assert groups == [network.security_group_id]
             tags = _tags(ec2, m.instance_id)  # type: ignore[arg-type]
@@ -70,9 +75,15 @@ async def test_launch_tags_ttl_network_and_close(
             )["InstanceInitiatedShutdownBehavior"]["Value"]
             assert behaviour == "terminate"
             user_data = ec2.describe_instance_attribute(InstanceId=m.instance_id, Attribute="userData")
-            script = base64.b64decode(user_data["UserData"]["Value"]).decode()
-            assert "shutdown -h +180" in script
-        assert fleet.stats.launched == 3 and fleet.stats.unhealthy == 0
+            assert "Value" not in user_data.get("UserData", {})  # no user data, as desktop-env (its TTL is cloud-side)
+            # The TTL is an EventBridge Scheduler schedule that terminates the instance, as desktop-env makes it.
+            (found,) = scheduler.list_schedules(NamePrefix=f"osworld-ttl-{m.instance_id}-")["Schedules"]
+            schedule = scheduler.get_schedule(Name=found["Name"])
+            assert json.loads(schedule["Target"]["Input"]) == {"InstanceIds": [m.instance_id]}
+            assert schedule["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
+            at = dt.datetime.strptime(schedule["ScheduleExpression"], "at(%Y-%m-%dT%H:%M:%S)").replace(tzinfo=dt.UTC)
+            assert before + 180 * 60 - 2 <= at.timestamp() <= time.time() + 180 * 60 + 2
+        assert fleet.stats.launched == 3 and fleet.stats.unhealthy == 0 and fleet.ttl.made == 3
     assert live(ec2, run_id) == []
     assert fleet.stats.terminated == 3
     assert all(_instance(ec2, i)["State"]["Name"] == "terminated" for i in ids)
@@ -130,7 +141,7 @@ async def test_cost_cap_refuses_before_launching(
     ec2: Any, live: Any,
 ) -> None:  # fmt: skip
     # $1/h, 60 min TTL: each live instance commits $1; a $2.50 cap holds two.
-    cfg = fleet_config.model_copy(update={"prices": {"t3.xlarge": 1.0}, "ttl_minutes": 60, "max_cost": 2.5})
+    cfg = fleet_config.model_copy(update={"prices": {"t3.medium": 1.0}, "ttl_minutes": 60, "max_cost": 2.5})
     async with _fleet(cfg, run_id, desktop_server, resolver) as fleet:
         first = await fleet.launch("aws-1")
         await fleet.launch("aws-2")
@@ -210,24 +221,35 @@ def test_config_reads_osworlds_variables_and_explains_mistakes() -> None:
     environ = {"AWS_REGION": "ap-east-1", "AWS_SUBNET_ID": "subnet-1", "AWS_SECURITY_GROUP_ID": "sg-1",
                "AWS_INSTANCE_TYPE": "t3.large", "ENABLE_TTL": "false", "DEFAULT_TTL_MINUTES": "30"}  # fmt: skip
     cfg = FleetConfig().resolved(environ)
-    assert (cfg.region, cfg.subnet_id, cfg.security_group_id, cfg.instance_type) == ("ap-east-1", "subnet-1", "sg-1", "t3.large")
-    assert cfg.ttl_seconds is None and cfg.image_id() == "ami-06850864d18fad836"
-    explicit = FleetConfig(region="us-east-1", instance_type="t3.medium", ttl_minutes=10).resolved(environ)
-    assert (explicit.region, explicit.instance_type, explicit.subnet_id) == ("us-east-1", "t3.medium", "subnet-1")
-    defaults = FleetConfig().resolved({})
-    assert (defaults.region, defaults.instance_type, defaults.ttl_seconds) == ("us-east-1", "t3.xlarge", 180 * 60)
-    with pytest.raises(FleetConfigError, match="ENABLE_TTL='maybe' is not a boolean"):
-        FleetConfig().resolved({"ENABLE_TTL": "maybe"})
+    assert (cfg.region, cfg.subnet_id, cfg.security_group_id) == ("ap-east-1", "subnet-1", "sg-1")
+    # AWS_INSTANCE_TYPE is only desktop-env's fallback for a revert of an instance of unknown type.
+    assert cfg.instance_type == upstream().instance_type
+    assert cfg.ttl_seconds is None and cfg.image_id() == upstream().images["ap-east-1"]["1920x1080"]
+    explicit = FleetConfig(region="us-east-1", instance_type="t3.xlarge", ttl_minutes=10).resolved(environ)
+    assert (explicit.region, explicit.instance_type, explicit.subnet_id) == ("us-east-1", "t3.xlarge", "subnet-1")
+    network = {"AWS_SUBNET_ID": "subnet-1", "AWS_SECURITY_GROUP_ID": "sg-1"}
+    defaults = FleetConfig().resolved(network)
+    assert (defaults.region, defaults.instance_type, defaults.ttl_seconds) == ("us-east-1", "t3.medium", 180 * 60)
+    assert defaults.assign_public_ip and not defaults.public_ip  # a public IP, reached over the private one
+    with pytest.raises(FleetConfigError, match="ENABLE_TTL='1': desktop-env reads only true as on"):
+        FleetConfig().resolved({**network, "ENABLE_TTL": "1"})
     with pytest.raises(FleetConfigError, match=r"no desktop image for region eu-west-3: add images\.eu-west-3"):
-        FleetConfig(region="eu-west-3").resolved({}).image_id()
+        FleetConfig(region="eu-west-3").resolved(network).image_id()
     with pytest.raises(FleetConfigError, match="no desktop image for 1280x720 in us-east-1"):
-        FleetConfig(screen="1280x720").resolved({}).image_id()
+        FleetConfig(screen="1280x720").resolved(network).image_id()
+    # desktop-env refuses to start without a subnet or a security group; so does the fleet, in one line.
+    for var in network:
+        with pytest.raises(FleetConfigError, match=rf"^{var} is not set: .*set environment\.fleet\.") as raised:
+            FleetConfig().resolved({k: v for k, v in network.items() if k != var})
+        assert "\n" not in str(raised.value)
 
 
 def test_desktops_are_reached_over_the_private_ip_unless_public_is_asked_for() -> None:
-    record = InstanceRecord("i-1", "us-east-1", "running", "t3.xlarge", IMAGE, "172.31.3.4", "54.1.2.3", None)
-    assert server_address(FleetConfig())(record) == "http://172.31.3.4:5000"
-    assert server_address(FleetConfig(public_ip=True, server_port=5050))(record) == "http://54.1.2.3:5050"
-    private_only = InstanceRecord("i-2", "us-east-1", "running", "t3.xlarge", IMAGE, "172.31.3.5", None, None)
+    record = InstanceRecord("i-1", "us-east-1", "running", "t3.medium", IMAGE, "172.31.3.4", "54.1.2.3", None)
+    reach = server_address(FleetConfig())(record)
+    assert reach == Reach("172.31.3.4", {"server": 5000, "chromium": 9222, "vlc": 8080, "vnc": 5910}, direct=True)
+    assert reach.url == "http://172.31.3.4:5000"
+    assert server_address(FleetConfig(public_ip=True, server_port=5050))(record).url == "http://54.1.2.3:5050"
+    private_only = InstanceRecord("i-2", "us-east-1", "running", "t3.medium", IMAGE, "172.31.3.5", None, None)
     with pytest.raises(FleetError, match="i-2 has no public IP address: launch it in a subnet that assigns public IPs"):
         server_address(FleetConfig(public_ip=True))(private_only)

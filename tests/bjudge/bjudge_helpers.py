@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from PIL import Image, ImageDraw
 
+from contract_replies import reply_in
 from core.images import encode_png
 from core.llm.scripted import ScriptRequest
 from core.trajectory import PointerEvent, RolloutInfo, RolloutStatus, RunLayout, Step
@@ -44,7 +45,9 @@ def answer_for(marker: str) -> Callable[[ScriptRequest], str]:
         sections = candidate_sections(user_text(request))
         hits = [k for k, body in sections.items() if marker in body]
         assert len(hits) == 1, f"expected one candidate with {marker!r}, found {hits}"
-        return f"<thoughts>Candidate {hits[0]} shows {marker}; the others do not.</thoughts>\n<answer>{hits[0]}</answer>"
+        thoughts = f"Candidate {hits[0]} shows {marker}; the others do not."
+        return reply_in(request, f"<thoughts>{thoughts}</thoughts>\n<answer>{hits[0]}</answer>",
+                        {"thoughts": thoughts, "answer": hits[0]})
 
     return reply
 
@@ -52,7 +55,8 @@ def answer_for(marker: str) -> Callable[[ScriptRequest], str]:
 def fact_from_action(request: ScriptRequest) -> str:
     """A scripted narrator: the fact repeats the action's `note` field from the prompt."""
     found = re.search(r'"note": "([^"]*)"', user_text(request))
-    return FACT_REPLY.format(fact=found.group(1) if found else "No visible change.")
+    fact = found.group(1) if found else "No visible change."
+    return reply_in(request, FACT_REPLY.format(fact=fact), {"thoughts": "compared the screens", "facts": [fact]})
 
 
 def write_rollout(layout: RunLayout, task_id: str, k: int, notes: Sequence[str],

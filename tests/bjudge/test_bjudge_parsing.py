@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bjudge import parse_choice, parse_facts
+from bjudge import parse_choice, read_facts
+from core.replies import ReplyProblem
 
 
 @pytest.mark.parametrize(("reply", "facts"), [
@@ -13,22 +14,26 @@ from bjudge import parse_choice, parse_facts
     ('<facts>["json one", "json two"]</facts>', ["json one", "json two"]),
     ('<facts>```json\n{"facts": ["fenced"]}\n```</facts>', ["fenced"]),
     ("<answer>\n- from the answer tag\n  continued line\n</answer>", ["from the answer tag continued line"]),
-    ("<facts>\n- cut off by the token limit", ["cut off by the token limit"]),
     ('{"facts": ["bare json"]}', ["bare json"]),
     ("<facts></facts>", []),
 ])
 def test_facts_are_read_from_tagged_or_json_sections(reply: str, facts: list[str]) -> None:
-    assert parse_facts(reply) == facts
+    assert read_facts(reply) == facts
 
 
-@pytest.mark.parametrize("reply", ["", "The click opened a menu.", "<thoughts>only thoughts</thoughts>", "[1, 2"])
-def test_replies_without_a_facts_section_are_malformed(reply: str) -> None:
-    assert parse_facts(reply) is None
+@pytest.mark.parametrize(("reply", "problem"), [
+    ("", "no <facts>"), ("The click opened a menu.", "no <facts>"), ("<thoughts>only thoughts</thoughts>", "no <facts>"),
+    ("[1, 2", "cut"), ("<facts>\n- cut off by the token limit", "never closed"),
+    ("<facts>- a</facts> then <facts>- b</facts>", "different <facts> sections"),
+])
+def test_replies_without_one_whole_facts_section_are_refused(reply: str, problem: str) -> None:
+    with pytest.raises(ReplyProblem, match=problem):
+        read_facts(reply)
 
 
 def test_fact_lists_are_cut_to_the_limit() -> None:
     reply = "<facts>\n" + "\n".join(f"- f{i}" for i in range(30)) + "\n</facts>"
-    assert parse_facts(reply, limit=5) == ["f0", "f1", "f2", "f3", "f4"]
+    assert read_facts(reply, limit=5) == ["f0", "f1", "f2", "f3", "f4"]
 
 
 def test_a_single_in_range_answer_is_accepted() -> None:
@@ -40,6 +45,7 @@ def test_a_single_in_range_answer_is_accepted() -> None:
     ("I pick the second one.", "no <answer>"),
     ("<answer>the second</answer>", "no integer"),
     ("<answer>4</answer>", "out of range"),
+    ("The format is <answer>1</answer>.\nCandidate 3 saved the file.\n<answer>3", "several answers"),
     ("<answer>0</answer>", "out of range"),
     ("<answer>-1</answer>", "out of range"),
     ("<answer>1 or 3</answer>", "several answers"),

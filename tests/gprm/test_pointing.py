@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import numpy as np
 import pytest
 from gprm_screens import RenderedScreen, blank_png
+from PIL import Image
 
 from core.images import decode_png
 from core.llm import ChatModel, ImagePart, Reply, Script, TextPart
-from gprm import LocalUIParser, Perception, parse_point, text_match
+from core.llm.profiles import OVERRIDES_ENV
+from gprm import LocalUIParser, Perception, ReplyError, parse_point, read_point, text_match
 from gprm.elements import draw_star
 
 RED = np.array([255, 0, 0])
@@ -21,11 +26,16 @@ def _red_centroid(png: bytes) -> tuple[float, float, int]:
     return float(xs.mean()), float(ys.mean()), int(mask.sum())
 
 
+def test_several_points_are_refused_not_the_first_taken() -> None:
+    with pytest.raises(ReplyError, match="2 different points"):
+        read_point('<points x1="10.5" y1="20" x2="90" y2="90">icons</points>', (800, 600))
+    assert parse_point('<points x1="10" y1="20" x2="10" y2="20">icon</points>', (800, 600)) is not None
+
+
 @pytest.mark.parametrize(
     ("text", "expected", "form"),
     [
         ('<point x="25" y="50" alt="Save">Save</point>', (200.0, 300.0), "molmo"),
-        ('<points x1="10.5" y1="20" x2="90" y2="90">icons</points>', (84.0, 120.0), "molmo"),
         ('{"point_2d": [600, 150]}', (600.0, 150.0), "point_2d"),
         ("The element is at (40, 60).", (320.0, 360.0), "pair"),
     ],
@@ -72,6 +82,23 @@ async def test_point_tool_marks_the_models_answer(reply: str, expected: tuple[in
     assert isinstance(parts[1], ImagePart) and "Save button" in parts[0].text  # type: ignore[union-attr]
     assert isinstance(parts[0], TextPart)
     script.assert_done()
+
+
+async def test_the_pointing_model_gets_the_screen_it_sees_unshrunk_and_its_own_convention(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Gemini-style pointer: the prompt asks for its y-first thousandths, and a Claude-sized
+    limit sends the 1280x800 screen as 1213x758, the size the prompt states."""
+    monkeypatch.setenv(OVERRIDES_ENV, json.dumps({"scripted/seeing-pointer": {
+        "vision": {"points": "yx1000", "long_edge": 1568, "pixels": 920000}}}))
+    script = Script("seeing-pointer", [Reply(text='[{"point": [250, 500], "label": "Save"}]')])
+    tools = Perception(blank_png((1280, 800)), pointer=ChatModel.from_name("scripted/seeing-pointer"),
+                       point_mode="model", point_coordinates="profile")
+    use = await tools.run("point", {"target": "the Save button"})
+    assert use.ok and "pixel (640, 200)" in use.evidence
+    parts = script.requests[0].messages[0].parts()
+    image = next(p for p in parts if isinstance(p, ImagePart))
+    assert Image.open(io.BytesIO(image.data)).size == (1213, 758)
+    assert '{"point": [Y, X]}' in parts[0].text  # type: ignore[union-attr]
 
 
 async def test_point_tool_reports_a_miss_without_an_image() -> None:

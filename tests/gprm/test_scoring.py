@@ -16,8 +16,7 @@ from gprm import Candidate, ReplyError, ScoreContext, Scorer, parse_score
         ('Thinking...\n<eval>\n```json\n{"score": 8.5, "reason": "ok"}\n```\n</eval>', 8.5),
         ('<eval>{"score": "6", "reason": "string score"}', 6.0),  # no closing tag
         ('<EVAL>{"score": 0}</EVAL>', 0.0),
-        ('<eval>score below: {"score": 4, "reason": "unterminated', 4.0),  # broken JSON, field readable
-        ('<eval>{"score": 2}</eval> then <eval>{"score": 9}</eval>', 9.0),  # the last block counts
+        ('<eval>{"score": 9}</eval> so, <eval>{"score": 9}</eval>', 9.0),  # the same answer restated
         ('{"score": 7}', 7.0),  # bare JSON, no tags
     ],
 )
@@ -27,7 +26,8 @@ def test_readable_score_replies(text: str, score: float) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["I give it a 7.", '<eval>{"score": 11}</eval>', '<eval>{"score": -1}</eval>',
+    ["I give it a 7.", '<eval>{"score": 11}</eval>', '<eval>score below: {"score": 4, "reason": "unterminated',
+     '<eval>{"score": 2}</eval> then <eval>{"score": 9}</eval>', '<eval>{"score": -1}</eval>',
      '<eval>{"score": true}</eval>', '<eval>{"score": "high"}</eval>', "<eval></eval>",
      '<eval>{"score": NaN}</eval>'],
 )

@@ -51,8 +51,19 @@ def test_the_sdk_version_is_read_from_the_installed_sdk() -> None:
     ("openai/gpt-5-mini-2025-08-07", "gpt-5", "deprecated"),
     ("openai/gpt-5.2", "gpt-5.x", "active"),
     ("openai/gpt-5.2-pro", "gpt-5-pro", "deprecated"),
-    ("openai/gpt-6.1-sol", "gpt-6", "active"),
-    ("openai/o4-mini", "o-series", "active"),
+    ("openai/gpt-6.1-sol", "gpt-6.1-sol", "active"),
+    ("openai/gpt-6-sol", "gpt-6-none", "active"),
+    ("openai/gpt-6.1-terra", "gpt-6-none", "active"),
+    ("openai/gpt-6-astra", "gpt-6", "active"),
+    ("openai/gpt-5.1", "gpt-5.1", "deprecated"),
+    ("openai/gpt-5.1-mini", "gpt-5.1", "unknown"),
+    ("openai/o3", "o-series", "deprecated"),
+    # Shut down on 2026-10-23 by the openai SDK's own list: 404 now.
+    ("openai/o4-mini", "o-series", "retired"),
+    ("openai/o3-mini", "o-series", "retired"),
+    ("openai/o1", "o-series", "retired"),
+    ("openai/gpt-4.1-nano", "gpt-4.1", "retired"),
+    ("openai/gpt-5.2-chat-latest", "gpt-5.x", "retired"),
     ("openai/gpt-4.1-mini", "gpt-4.1", "deprecated"),
     ("openai/gpt-4.5-preview", "retired-openai", "retired"),
     ("openai/gpt-4.7", "openai-deployment", "unknown"),
@@ -63,7 +74,10 @@ def test_the_sdk_version_is_read_from_the_installed_sdk() -> None:
     ("anthropic/claude-haiku-4-5", "claude-4.5", "active"),
     ("anthropic/claude-sonnet-4-6", "claude-4.6", "active"),
     ("anthropic/claude-opus-4-7", "claude-opus-4.7+", "active"),
-    ("anthropic/claude-sonnet-5-5", "claude-opus-4.7+", "active"),
+    ("anthropic/claude-sonnet-5-5", "claude-5.x", "active"),
+    ("anthropic/claude-opus-5", "claude-5.x", "active"),
+    ("anthropic/claude-opus-5-5", "claude-opus-5.5", "active"),
+    ("anthropic/claude-mythos-preview", "claude-fable", "retired"),
     ("anthropic/claude-fable-5-1", "claude-fable", "active"),
     ("anthropic/claude-x", "claude-unlisted", "unknown"),
     ("gemini/gemini-2.5-flash", "gemini-openai-compat", "active"),
@@ -161,7 +175,7 @@ def test_overrides_apply_per_model_and_are_checked(monkeypatch: pytest.MonkeyPat
 
 async def test_a_reply_cut_at_the_limit_is_asked_once_more_with_twice_the_limit() -> None:
     ledger = Ledger()
-    script = Script("cut", [Reply(text="", finish_reason="length"), Reply(text="done")])
+    script = Script("cut", [Reply(text="", finish_reason="length"), Reply(text="done", thinking_tokens=0)])
     async with OpenAIServer(script, api_key=KEY) as server:
         model = ChatModel.from_name("openai/gpt-5.2", base_url=server.base_url, api_key=KEY, ledger=ledger)
         out = await model.generate(ASK, module="policy", config=GenerateConfig(max_tokens=500))

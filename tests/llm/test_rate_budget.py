@@ -18,8 +18,8 @@ import openai
 import pytest
 
 from core import clock
-from core.llm import ChatMessage, ChatModel, GenerateConfig, Ledger, RetryPolicy, limits
-from core.llm.limits import RateBudget
+from core.llm import ChatMessage, ChatModel, GenerateConfig, Ledger, RetryPolicy, rate_budget
+from core.llm.rate_budget import RateBudget
 from core.llm.sim import SimAPI, SimRequest, configure, set_responder
 
 ASK = [ChatMessage(role="user", content="go")]
@@ -86,7 +86,7 @@ def test_refusals_are_the_sdks_own_429s_with_the_providers_headers(sim_figures: 
 
 def _batch(pacing: bool, n: int) -> tuple[Ledger, float]:
     async def main() -> tuple[Ledger, float]:
-        limits.configure(pacing=pacing)
+        rate_budget.configure(pacing=pacing)
         ledger = Ledger()
         model = ChatModel(_sim("openai/gpt-5-2025-08-07"), ledger=ledger, max_connections=1000,
                           retry=RetryPolicy(budget=3600, max_attempts=50, backoff_scale=0.0))

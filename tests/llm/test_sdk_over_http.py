@@ -62,17 +62,17 @@ REASONING_WIRE = {"openai": "openai/gpt-5.2", "anthropic": "anthropic/claude-hai
 
 
 async def test_reasoning_effort_on_the_wire(serve: Any, wire: Any) -> None:
-    config = GenerateConfig(reasoning_effort="low", max_tokens=1000, seed=7, sampling=Sampling.diverse(0.5))
+    config = GenerateConfig(reasoning_effort="low", max_tokens=2000, seed=7, sampling=Sampling.diverse(0.5))
     async with serve([Reply(text="ok")], model=REASONING_WIRE[wire.name]) as (server, model):
         await model.generate(ASK, module="policy", config=config)
     body = server.requests[0].body
     assert "temperature" not in body  # neither model takes one while reasoning
     if wire.name == "openai":
         assert body["reasoning_effort"] == "low" and body["seed"] == 7
-        assert body["max_completion_tokens"] == 1000
+        assert body["max_completion_tokens"] == 2000
     else:
         assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
-        assert body["max_tokens"] == 1000 + 2048 and "seed" not in body
+        assert body["max_tokens"] == 2000 + 2048 and "seed" not in body
 
 
 async def test_adaptive_thinking_on_the_wire() -> None:

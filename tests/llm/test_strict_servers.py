@@ -151,9 +151,9 @@ def test_the_corpus_has_a_case_for_each_refusal_of_issue_13(refusal: str) -> Non
 
 #: The intents the callers of issue 13 now state, instead of the values that were refused.
 INTENTS = {
-    "gprm-candidates": GenerateConfig(sampling=Sampling.diverse(0.5, 0.9, 80), seed=3, max_tokens=400),
-    "scorer-and-critic": GenerateConfig(sampling=Sampling.deterministic(), max_tokens=400),
-    "wide-rollout": GenerateConfig(sampling=Sampling.diverse(1.0), seed=11, max_tokens=400),
+    "gprm-candidates": GenerateConfig(sampling=Sampling.diverse(0.5, 0.9, 80), seed=3),
+    "scorer-and-critic": GenerateConfig(sampling=Sampling.deterministic()),
+    "wide-rollout": GenerateConfig(sampling=Sampling.diverse(1.0), seed=11),
     "reasoning-low": GenerateConfig(sampling=Sampling.diverse(), reasoning_effort="low", max_tokens=4000),
 }
 MODELS = ["openai/gpt-5", "openai/gpt-5-mini", "openai/gpt-5.2", "openai/gpt-6.1-sol", "openai/o3",

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from contract_replies import structured
 from core.images import MARKER_COLOURS, decode_png
 from core.llm import ImagePart, Ledger, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
@@ -95,7 +96,7 @@ def narrator_and_judge(judge_prompts: list[str], narrations: list[ScriptRequest]
                 return f"<thoughts>Candidate {number} saved the asked note.</thoughts>\n<answer>{number}</answer>"
         return "<thoughts>None solves it.</thoughts>\n<answer>1</answer>"
 
-    return reply
+    return structured(reply)
 
 
 @pytest.fixture

@@ -107,7 +107,8 @@ def _aws_env(moto_url: str, tmp: Path) -> dict[str, str]:
            if not k.startswith("AWS_") and k not in ("ENABLE_TTL", "DEFAULT_TTL_MINUTES") and not k.endswith("_API_KEY")}
     env.update({
         "AWS_ACCESS_KEY_ID": "AKIAFAKE" + secrets.token_hex(6).upper(), "AWS_SECRET_ACCESS_KEY": FAKE_SECRET,
-        "AWS_DEFAULT_REGION": REGION, "AWS_ENDPOINT_URL_EC2": moto_url, "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_DEFAULT_REGION": REGION, "AWS_ENDPOINT_URL_EC2": moto_url, "AWS_ENDPOINT_URL": moto_url,
+        "AWS_EC2_METADATA_DISABLED": "true",
         "AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
         "OPENAI_API_KEY": KEY, "COLUMNS": "200", "AGENT_S3_ENV_DIR": str(tmp / "envs"),
     })  # fmt: skip
@@ -150,8 +151,11 @@ def test_bench_osworld_on_an_ec2_fleet_through_connect_via(tmp_path: Path, moto_
     run_id = "aws-" + secrets.token_hex(3)
     config = tmp_path / "aws.yaml"
     config.write_text(json.dumps({"environment": {"kind": "aws", "token": token, "fleet": {
-        "subnet_id": subnet, "security_group_id": group, "connect_via": server, "healthy_timeout": 20,
+        "subnet_id": subnet, "security_group_id": group, "healthy_timeout": 20,
         "probe_interval": 0.1, "running_delay": 1, "running_attempts": 10, "max_instances": 2,
+        # These tasks need neither Chrome nor VLC: the server alone is forwarded and required.
+        "connect_via": {"server": server}, "required_ports": ["server"], "vnc_port": None,
+        "iam_propagation_wait": 0, "watch_interval": 1,
     }}}))
     listing, examples = _task_list(tmp_path)
     out = tmp_path / "runs"
@@ -159,7 +163,7 @@ def test_bench_osworld_on_an_ec2_fleet_through_connect_via(tmp_path: Path, moto_
         [str(AGENT), "bench", "osworld", "--tasks", str(listing), "--examples", str(examples), "--env", "aws",
          "--model", "openai/policy", "--base-url", model_url, "--strategy", "single", "--settle", "0.2",
          "--out", str(out), "--run-id", run_id, "-c", str(config)],
-        env=env, capture_output=True, text=True, timeout=150,
+        env=env, capture_output=True, text=True, timeout=150, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 tasks, 0 skipped" in done.stdout
@@ -173,8 +177,12 @@ def test_bench_osworld_on_an_ec2_fleet_through_connect_via(tmp_path: Path, moto_
         assert header["environment"].startswith("aws-")
     summary = json.loads((run / "summary.json").read_text())
     assert summary["overall"]["tasks"] == 2 and summary["overall"]["selected"] == 1.0
-    # An OSWorld VM (the AWS fleet) runs OSWorld's image: its results carry no "not comparable" note.
-    assert summary["leaderboard_comparable"] is True and summary["comparability_note"] is None
+    # The fleet runs desktop-env's image as desktop-env launches it: comparable, and the note says
+    # what the fleet does on purpose besides.
+    assert summary["leaderboard_comparable"] is True
+    note = summary["comparability_note"]
+    assert note.startswith("EC2 desktops as desktop-env 1.0.2 launches them (") and "on purpose here:" in note
+    assert "instances tagged agent-s3:*" in note and "ready when the server returns a screenshot" in note
     assert summary["scorer"] == "desktop-env 1.0.2" and "not leaderboard-comparable" not in done.stdout
 
     # The fleet launched one instance, relaunched it for the second task (a revert), and

@@ -58,7 +58,9 @@ def _needs_desktops() -> None:
 async def test_run_solves_a_suite_task_end_to_end(tmp_path: Path) -> None:
     _needs_desktops()
     plan = DEMO_PLANS["mousepad-append-line"]
-    script = Script("cli", [PlannedReplies(plan=list(plan.plan))] * 100)
+    # The first call meets two server errors: the live progress says it is being retried.
+    script = Script("cli", [Reply(error=502, fault="html"), Reply(error=500),
+                            *[PlannedReplies(plan=list(plan.plan))] * 100])
     (tmp_path / "run.yaml").write_text("rollout:\n  settle_seconds: 0.2\nworker:\n  history_screenshots: 1\n")
     async with OpenAIServer(script, api_key=KEY) as server:
         proc = await asyncio.create_subprocess_exec(
@@ -72,6 +74,9 @@ async def test_run_solves_a_suite_task_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, stdout + err.decode()
     assert "outcome done after 5 steps" in stdout and "score 1 (the task's evaluator)" in stdout
     assert "step 3: agent.type(text='apples', enter=True)" in stdout
+    flat = " ".join(stdout.split())
+    assert "policy call (openai/test-model, mousepad-append-line #0) retrying: server_error (HTTP 502), attempt 1" in flat
+    assert "policy call (openai/test-model, mousepad-append-line #0) answered after 3 attempts" in flat
     run = tmp_path / "runs" / "cli-1"
     result = json.loads((run / "mousepad-append-line" / "result.json").read_text())
     assert result["selected_score"] == 1.0
@@ -79,7 +84,7 @@ async def test_run_solves_a_suite_task_end_to_end(tmp_path: Path) -> None:
     assert config["policy"]["model"] == "openai/test-model" and config["rollout"]["max_steps"] == 8
     assert config["rollout"]["settle_seconds"] == 0.2 and config["worker"]["history_screenshots"] == 1
     assert config["worker"]["ubuntu_open"] == "exec" and config["worker"]["facts"]["user_name"] == "user"
-    assert len((run / "ledger.jsonl").read_text().splitlines()) == len(server.requests)
+    assert len((run / "ledger.jsonl").read_text().splitlines()) == len(server.requests) - 2  # one call, 3 attempts
     assert _files_holding(run, KEY) == [], "the API key reached the run folder"
     assert _processes_mentioning(str(tmp_path / "envs")) == [], "the desktop outlived the command"
 

@@ -166,9 +166,13 @@ def test_critic_bench_metrics_match_hand_computed_values(tmp_path: Path) -> None
     assert never["precision"] is None and never["recall"] == 0.0 and never["f1"] == 0.0
     assert never["accuracy"] == pytest.approx(5 / 8)
     table = out.splitlines()
-    assert table[0].split() == ["critic", "group", "n", "pos", "pred", "err", "miss", "acc", "prec", "rec", "f1"]
-    assert ["judge", "overall", "8", "3", "3", "0", "1", "75.0", "66.7", "66.7", "66.7"] in [line.split() for line in table]
-    assert any(line.split()[:2] == ["judge", "windows"] and line.split()[-3:] == ["—", "—", "—"] for line in table)
+    assert table[0].split() == ["critic", "group", "n", "pos", "pred", "err", "miss", "acc", "prec", "rec", "f1",
+                                "npv", "tnr"]
+    # NPV: tn 4 of the 5 rejected; TNR: tn 4 of the 5 failures.
+    assert ["judge", "overall", "8", "3", "3", "0", "1", "75.0", "66.7", "66.7", "66.7", "80.0", "80.0"] in [
+        line.split() for line in table]
+    assert any(line.split()[:2] == ["judge", "windows"] and line.split()[-5:] == ["—", "—", "—", "100.0", "100.0"]
+               for line in table)
     assert "judge: 0 errors (excluded from the metrics), 1 without prediction (counted as 0)" in out
 
 

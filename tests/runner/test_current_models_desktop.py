@@ -27,6 +27,7 @@ from runner_helpers import desktops_missing
 from test_guide_desktop import TASK, _check_guided, diverging_policy_and_guide
 from test_wide_desktop import _solver, _wrong_item, narrator_and_judge
 
+from contract_replies import structured
 from core.llm import Script, ScriptRequest
 from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.llm.profiles import default_anthropic_version
@@ -94,15 +95,16 @@ def critics(seen: list[str], accepts: list[bool] | None = None) -> Callable[[Scr
             return _js(step=step, verdict=int(accepting()), evidence=[f"AFTER of step {step}"],
                        feedback="" if accepting() else "the line is not there")
         if role == "reviewer":
-            return _js(sound=True, summary="The evidence covers the edit.")
+            return _js(sound=True, concerns=[], summary="The evidence covers the edit.")
         if role == "judge" and accepting():
-            return decided(_js(decision="completed", reason="The line is typed and saved.", missing=[], key_steps=[1]))
+            return decided(_js(decision="completed", reason="The line is typed and saved.", missing=[], key_steps=[1],
+                               qa={"is_qa": False}))
         if role == "judge":
             return decided(_js(decision="not_completed", failure_window=WINDOW, reason="The line is missing.",
-                               missing=["the new line"], key_steps=[1]))
+                               missing=["the new line"], key_steps=[1], qa={"is_qa": False}))
         return decided(_js(reason="the line is there" if accepting() else "not convinced", score=int(accepting())))
 
-    return reply
+    return structured(reply)
 
 
 CRITIC_MARKERS = [("You choose the milestones", "selector"), ("You choose further milestones", "selector"),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from runner_helpers import desktops_missing, threaded_servers
 
+from contract_replies import structured
 from core.llm import GenerateConfig, Reply, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from core.llm.profiles import resolve, sampling_params
@@ -59,6 +60,7 @@ def test_the_paper_preset_holds_the_papers_settings() -> None:
     assert sent == {"temperature": 0.5, "top_p": 0.9, "top_k": 80, "seed": 30}
 
 
+@structured
 def _reply(request: ScriptRequest) -> str | Reply:
     system = next((m.text() for m in request.messages if m.role == "system"), "")
     if system.startswith("You are a process reward model"):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from runner_helpers import desktops_missing
 
+from contract_replies import structured
 from core.llm import Ledger, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Trajectory
@@ -71,7 +72,7 @@ def diverging_policy_and_guide(scored: list[str] | None = None) -> Callable[[Scr
             return action_reply("I type the item.", BAD)
         return plan(request)
 
-    return reply
+    return structured(reply)
 
 
 def _check_guided(traj: Trajectory, guide: str, k: int) -> None:
@@ -144,6 +145,7 @@ async def test_guided_wide_scaling_with_the_behavior_judge(local_env: LocalEnvir
     task = resolve_task(TASK)
     judged: list[str] = []
 
+    @structured
     def judge(request: ScriptRequest) -> str:
         system = _system(request)
         text = "\n".join(m.text() for m in request.messages if m.role != "system")
@@ -196,6 +198,7 @@ async def test_agent_s3_run_guided_with_retry_as_a_subprocess(tmp_path: Path) ->
     rewards = [0, 1]
     guided = diverging_policy_and_guide()
 
+    @structured
     def replies(request: ScriptRequest) -> str:
         if "from the last screens" in _system(request):
             reward = rewards.pop(0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.llm import CallRecord, Ledger
-from core.trajectory import RolloutInfo, RunLayout, Task, TaskResult
+from core.trajectory import RolloutInfo, RunLayout, Selection, Task, TaskResult
 from runner.metrics import compute_metrics, format_metrics, group_metrics, write_metrics
 from runner.report import write_report
 
@@ -82,13 +82,40 @@ def test_summary_json_and_table(layout: RunLayout) -> None:
     table = format_metrics(m)
     assert "pass@2 %" in table and "overall" in table
     overall = next(line for line in table.splitlines() if line.startswith("overall"))
-    assert overall.split()[1:] == ["4", "50.0", "50.0", "50.0", "75.0", "50.0", "2"]
-    assert "min+gain: minimum + gain, oracle-filtered" in table
+    assert overall.split()[1:] == ["4", "4", "0", "50.0", "50.0", "50.0", "75.0", "50.0", "2", "0", "0"]
+    assert "min+gain: minimum + gain, oracle-filtered" in table  # run, scored, errored
     html = write_report(layout).read_text()
     section = html[html.index("<h2>benchmark</h2>"):]
-    assert "<td>overall</td><td>4</td><td>50.0%</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
+    assert "<td>overall</td><td>4</td><td>0</td><td>50.0%</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
     assert "<th>minimum + gain (oracle-filtered)</th>" in section
     assert "<th>rollout</th><th>policy</th>" in section
+
+
+def test_a_failed_judge_and_failed_critics_are_errors_of_their_own_never_scores(layout: RunLayout) -> None:
+    """t4's judge failed for good (no pick, its selection carries the error) and two critic
+    verdicts failed: the pick's rate is over the three judged tasks, t4 is no wrong pick, and
+    both failures have their own column in the table, summary.json and report.html."""
+    task = layout.task("t4")
+    task.write_result(TaskResult.from_scores("t4", {0: 0.0, 1: 1.0}, selected=None))
+    task.write_selection(Selection(strategy="mcq/narrative", candidates=[0, 1], chosen=None, reasoning="",
+                                   error="the judge gave no usable answer: refusal"))
+    for k in (0, 1):
+        (task.rollout(k).path / "critic-themis.json").write_text(json.dumps({"error": "spend limit", "reward": None}))
+    (layout.task("t1").rollout(0).path / "critic-themis.json").write_text(json.dumps({"error": None, "reward": 1}))
+    m = compute_metrics(layout, {t: d for t, (d, _, _) in RUN.items()})
+    o = m.overall
+    assert (o.tasks, o.judged, o.judge_errors, o.critic_errors) == (4, 3, 1, 2)
+    assert o.selected == pytest.approx(2 / 3)  # t1 1, t2 0, t3 1; t4 is not a 0
+    assert (o.judge_subset, o.judge_correct) == (1, 1)  # t4 is not a wrong pick
+    assert o.pass_at_n == pytest.approx(0.75) and m.domains["beta"].judge_errors == 1
+    data = json.loads(write_metrics(layout, m).read_text())
+    assert (data["overall"]["judge_errors"], data["overall"]["critic_errors"], data["overall"]["judged"]) == (1, 2, 3)
+    overall = next(line for line in format_metrics(m).splitlines() if line.startswith("overall"))
+    assert overall.split()[1:] == ["4", "4", "0", "66.7", "66.7", "50.0", "75.0", "100.0", "1", "1", "2"]
+    assert "a failed judge is an error, not a score of 0" in format_metrics(m)
+    section = write_report(layout).read_text().split("<h2>benchmark</h2>", 1)[1]
+    assert "<th>judge errors</th><th>critic errors</th>" in section
+    assert "<td>overall</td><td>4</td><td>0</td><td>66.7%</td><td>66.7%</td>" in section and "<td>1</td><td>2</td></tr>" in section
 
 
 def test_minimum_plus_gain_counts_agreeing_tasks_without_the_judge() -> None:

@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 from runner_helpers import desktops_missing
 
-from core.llm import CallRecord, Ledger, Reply, Script
+from core.llm import CallRecord, Ledger, Reply, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from core.trajectory import Narrative, RolloutInfo, RunLayout, Selection, Step, Task
 from runner.board import RolloutBoard
@@ -122,6 +122,29 @@ def test_report_shows_an_errors_section_and_the_failed_guide_step(tmp_path: Path
     assert "some model calls failed" not in clean
 
 
+def test_refusals_spend_limits_and_cut_replies_show_as_their_own_kinds(tmp_path: Path) -> None:
+    """The ledger's error kinds reach the live line, the summary and report.html: a refusal,
+    a spend limit and a reply cut at the token limit are told apart from one another."""
+    layout = _run(tmp_path)
+    ledger = Ledger(layout.ledger_path)
+    for n, (module, kind) in enumerate([("narrative", "refusal"), ("narrative", "length"), ("narrative", "refusal"),
+                                        ("judge", "spend_limit"), ("policy", "content_filter")], start=10):
+        ledger.append(_call(module, f"openai/gpt-5: failed ({kind})", n).model_copy(update={"error_kind": kind}))
+    tally = count_run(layout)
+    assert tally.kind_text("narrative") == "refusal 2, length 1" and tally.kind_text("judge") == "spend_limit 1"
+    assert "narrative 1/2 (refusal 2, length 1)" in tally.line() and "judge 1/1 (spend_limit 1)" in tally.line()
+    assert "policy 2/4 (content_filter 1)" in tally.line()
+    console = Console(file=io.StringIO(), width=300)
+    summarize_errors(console, layout, 0.0)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "narrative: 1 of 2 failed (refusal 2, length 1); first:" in text
+    assert "judge: 1 of 1 failed (spend_limit 1)" in text
+    section = write_report(layout).read_text().split('<section id="errors">', 1)[1].split("</section>")[0]
+    assert "<th>kinds of failed calls</th>" in section
+    assert '<td style="text-align:left">refusal 2, length 1</td>' in section
+    assert '<td style="text-align:left">spend_limit 1</td>' in section
+
+
 def _event(layout: RunLayout, k: int, error: str | None) -> StepEvent:
     step = Step(index=0, action={"kind": "done"}, guide=_guide(error))
     return StepEvent(task_id="t1", rollout=k, step=step, before=b"", after=None,
@@ -198,7 +221,8 @@ _REFUSED = {
     "guide": (["--guide", "gprm", "--candidates", "2", "--guide-model", "openai/guide", "--rollouts", "1",
                "--judge", "none", "-c", "guide.model.base_url={url}"], ["errors: guide 5/5"]),
     "judge": (["--rollouts", "2", "--judge", "bjudge", "-c", "wide.judge_model.model=openai/judge",
-               "-c", "wide.judge_model.base_url={url}"], ["errors: narrative 2/2, judge 1/1"]),
+               "-c", "wide.judge_model.base_url={url}"],
+              ["errors: narrative 2/2 (bad_request", "judge 1/1 (bad_request 1)"]),
     "critic": (["--strategy", "retry", "--attempts", "2", "--critic", "themis", "--critic-model", "openai/critic",
                 "-c", "critic.model.base_url={url}"], ["errors: critic 2/2"]),
 }
@@ -233,3 +257,52 @@ async def test_cli_run_whose_module_model_is_refused_exits_3(tmp_path: Path, mod
     for line in expected:
         assert line in stdout, stdout
     assert "module failures over the allowed share of 0%" in stdout and "does not support 0" in stdout
+
+
+@pytest.mark.desktop
+@pytest.mark.integration
+async def test_cli_wide_run_tells_refusals_spend_limits_and_cut_replies_apart(tmp_path: Path) -> None:
+    """`agent-s3 run --rollouts 2 --judge bjudge` on a real desktop: the narrator's model refuses
+    to describe typing and its replies to every other step are cut at the token limit (also
+    with twice the limit); the judge's account is past its spend limit. Each failure is final
+    for its call (never re-asked as a format error, never retried as a rate limit) and shows
+    as its own kind in the ledger, the summary and report.html; the command exits 3."""
+    if not CLI.exists() or desktops_missing() is not None:
+        pytest.skip(desktops_missing() or "the agent-s3 console script is not installed here")
+    key = "sk-module-errors-" + "k" * 16
+    plan = PlannedReplies(plan=list(DEMO_PLANS["mousepad-append-line"].plan))
+
+    def narrator(request: ScriptRequest) -> Reply:
+        typed = any('"kind": "type"' in m.text() for m in request.messages)
+        return Reply(refusal="I won't describe that.", finish_reason="refusal") if typed else Reply(
+            text='{"thoughts": "the screen', finish_reason="length")
+
+    spent = Reply(error=429, code="organization_spend_limit_exceeded", message="You exceeded your spend limit.")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(AGENT_S3_ENV_DIR=str(tmp_path / "envs"), OPENAI_API_KEY=key, COLUMNS="250")
+    async with OpenAIServer(Script("kinds-policy", [plan] * 300), api_key=key) as policy, \
+            OpenAIServer(Script("kinds-narrator", [narrator] * 300), api_key=key) as narrating, \
+            OpenAIServer(Script("kinds-judge", [spent] * 300), api_key=key) as judging:
+        proc = await asyncio.create_subprocess_exec(
+            str(CLI), "run", "--task", "mousepad-append-line", "--model", "openai/policy", "--base-url", policy.base_url,
+            "--rollouts", "2", "--judge", "bjudge", "-c", "wide.judge_model.model=openai/gpt-6.1-sol",
+            "-c", f"wide.judge_model.base_url={judging.base_url}", "-c", "wide.narrator_model.model=openai/gpt-6.1-terra",
+            "-c", f"wide.narrator_model.base_url={narrating.base_url}", "--settle", "0.2", "--max-steps", "8",
+            "--out", str(tmp_path / "runs"), "--run-id", "kinds",
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=300)
+    stdout = " ".join(out.decode().split())
+    assert proc.returncode == EXIT_MODULE_ERRORS, stdout + err.decode()
+    assert len(judging.requests) == 1  # a spend limit is final: one request, no rate-limit waits
+    records = Ledger.read(tmp_path / "runs" / "kinds" / "ledger.jsonl")
+    kinds = {r.error_kind for r in records if r.module == "narrative" and r.error}
+    assert kinds == {"refusal", "length"}
+    assert [r.error_kind for r in records if r.module == "judge"] == ["spend_limit"]
+    cut = [r for r in records if r.error_kind == "length"]
+    assert all(r.retries == 0 and r.output_tokens > 0 for r in cut)  # asked twice inside one attempt, both billed
+    assert "judge 1/1 (spend_limit 1)" in stdout and "refusal" in stdout and "length" in stdout
+    assert "spend limit" in stdout  # the advice line
+    html = (tmp_path / "runs" / "kinds" / "report.html").read_text()
+    section = html.split('<section id="errors">', 1)[1].split("</section>")[0]
+    assert "spend_limit 1" in section and "refusal" in section and "length" in section

@@ -27,7 +27,7 @@ def test_osworld_preset_is_the_papers_best_setting() -> None:
     assert cfg.wide.judge_model is not None and cfg.wide.narrator_model is not None
     assert cfg.wide.narrator_model.model != cfg.wide.judge_model.model
     assert cfg.grounding is not None and cfg.worker.grounding.style == "uitars"
-    assert (cfg.worker.grounding.space, cfg.worker.grounding.width, cfg.worker.grounding.height) == ("custom", 1920, 1080)
+    assert cfg.worker.grounding.space == "profile" and cfg.grounding.model == "vllm/ui-tars-1.5-7b"
     assert cfg.worker.code_agent is True
     assert cfg.wide.narrative.augment.longest_side is None and cfg.wide.narrative.augment.change_zoom
     assert cfg.wide.narrative.show_intent is False

@@ -15,6 +15,7 @@ import pytest
 from runner_helpers import desktops_missing
 from typer.testing import CliRunner
 
+from contract_replies import structured
 from core.llm import Ledger, Reply, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Task
@@ -51,6 +52,9 @@ class PolicyAndCritic:
         self.solve = PlannedReplies(plan=list(demo.plan))
 
     def __call__(self, request: ScriptRequest) -> str:
+        return structured(self._answer)(request)  # type: ignore[no-any-return]
+
+    def _answer(self, request: ScriptRequest) -> str:
         system = next((m.text() for m in request.messages if m.role == "system"), "")
         if "from the last screens" in system:
             self.critic_requests.append(request)
@@ -197,6 +201,9 @@ class SolveAndThemis:
         self.solve = PlannedReplies(plan=list(DEMO_PLANS[TASK_ID].plan))
 
     def __call__(self, request: ScriptRequest) -> str:
+        return structured(self._answer)(request)  # type: ignore[no-any-return]
+
+    def _answer(self, request: ScriptRequest) -> str:
         system = next((m.text() for m in request.messages if m.role == "system"), "")
         for marker, role, reply in (
             ("You choose the milestones", "selector", {
@@ -205,9 +212,10 @@ class SolveAndThemis:
                 "done": True, "reason": "typing the item is what the task asks; saving is checked by the judge"}),
             ("You verify one milestone", "verifier", {
                 "step": 2, "verdict": 1, "evidence": ["the last line of the editor reads apples"]}),
-            ("You audit the evidence", "reviewer", {"sound": True, "summary": "the evidence shows the item"}),
+            ("You audit the evidence", "reviewer", {"sound": True, "concerns": [], "summary": "the evidence shows the item"}),
             ("You decide whether a computer-use agent completed", "judge", {
-                "decision": "completed", "reason": "apples was added and the file saved", "key_steps": [2]}),
+                "decision": "completed", "reason": "apples was added and the file saved", "key_steps": [2],
+                "qa": {"is_qa": False}}),
         ):
             if marker in system:
                 self.seen.setdefault(role, []).append(request)

@@ -209,3 +209,26 @@ async def test_a_failed_critic_is_shown_as_an_error_not_a_rejection(tmp_path: Pa
     assert selection is not None
     assert "attempt 0: done after 2 steps, score 1; critic ERROR (the critic failed" in selection.reasoning
     assert "the critic failed on attempt(s) 0 (errors, not rejections" in selection.reasoning
+
+
+async def test_a_failed_setup_uses_an_attempt_unjudged_and_a_failed_scorer_is_still_judged(tmp_path: Path) -> None:
+    model, script, ledger = _critic([0, 1])  # two calls: attempts 1 and 2, none for the failed setup
+    written = WrittenRollouts([("done", None), ("done", None), ("done", 1.0)])
+
+    async def step(run: TaskRun, k: int, env: Environment, *, seed: int | None = None) -> RolloutOutcome:
+        if k == 0:
+            result = RolloutResult("setup_failed", "task calc-sum: setup step 0 (open) failed: no file", 0, None, 0, 0)
+            return RolloutOutcome(0, result, None, result.reason)
+        outcome = await written(run, k, env, seed=seed)
+        return outcome if k == 2 else RolloutOutcome(k, outcome.result, None, "task calc-sum: scoring failed: KeyError")
+
+    run = _run(tmp_path, ledger)
+    result = await RetryUntilSuccess(critic="lastk", model=model, attempts=3, rollout=step)(run)
+
+    script.assert_done()
+    assert result.selected == 2 and result.selected_score == 1.0
+    assert {k: e.outcome for k, e in result.errors.items()} == {0: "setup_failed", 1: "scoring_failed"}
+    assert result.errored and result.pass_at_n is None  # counted as an errored task, never as a score
+    selection = run.task_dir.read_selection()
+    assert selection is not None and "attempt 1: done after 2 steps, score none (scoring_failed)" in selection.reasoning
+    assert "attempt 0: setup_failed after 0 steps, score none (setup_failed); critic not judged" in selection.reasoning

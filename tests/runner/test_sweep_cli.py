@@ -16,7 +16,7 @@ from PIL import Image
 from runner_helpers import threaded_servers
 from typer.testing import CliRunner
 
-from core.llm import Ledger, Script
+from core.llm import Ledger, Reply, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RolloutInfo, RunLayout, Step, Task
 from runner.cli import app
@@ -114,3 +114,30 @@ def test_unknown_model_is_one_line(tmp_path: Path, judge_url: str, monkeypatch: 
                                       "--base-url", judge_url])
     assert result.exit_code == 2
     assert "no rollout of 'gamma'" in result.output and "openai/alpha" in result.output
+
+
+def test_a_judge_that_fails_is_an_error_column_never_a_pick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judge model that refuses every comparison: each draw that needed it is a judge error,
+    left out of minimum + gain (it used to count as a pick of the first rollout); the draws
+    whose rollouts all scored alike need no judge there and still count (--oracle-only: blind
+    selection, which would ask the judge about t3 too, is not computed)."""
+
+    def refusing(request: ScriptRequest) -> str | Reply:
+        if request.messages[0].text().startswith("You describe what a single computer action"):
+            return demo_judge_reply(request)  # the narrator answers
+        return Reply(finish_reason="refusal", refusal="I can't compare these.")
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    runs = [str(_pool(tmp_path / "runs", m)) for m in POOLS]
+    out = tmp_path / "sweep"
+    with threaded_servers(OpenAIServer(Script("refusing-judge", [refusing] * 3000), api_key=KEY)) as (url,):
+        result = CliRunner().invoke(app, ["sweep", *runs, "--mixtures", "alpha*4", "--n", "4", "--samples", "2",
+                                          "--model", "openai/judge", "--base-url", url, "--out", str(out),
+                                          "--oracle-only"])
+    assert result.exit_code == 0, result.output
+    (point,) = json.loads((out / "sweep.json").read_text())["points"]
+    # t1's four alpha rollouts differ (a judge is needed: refused twice); t2 and t3 do not.
+    assert point["judge_errors"] == 2 and point["tasks"] == 2
+    per_task = json.loads((out / "sweep.json").read_text())["per_task"]["alpha*4@4"]
+    assert per_task == {"t2": 0.0, "t3": 1.0}  # t1 is no pick of its first rollout
+    assert "judge err" in result.output and "errors, not picks" in result.output

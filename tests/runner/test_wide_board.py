@@ -40,3 +40,14 @@ async def test_rows_follow_status_and_steps() -> None:
     # The retry shows attempt 2, running, its step count and error reset.
     assert rows["1"][:5] == ["t", "1", "anthropic/b", "2", "0"] and "running" in rows["1"]
     assert "died" not in " ".join(rows["1"]) and "agent.wait" not in " ".join(rows["1"])
+
+
+def test_task_errors_are_shown_and_counted_under_the_table() -> None:
+    board = RolloutBoard()
+    board.watch("t", 0, "setup_failed", "openai/a", 2)
+    board.watch("t", 1, "scoring_failed", "openai/a", 1)
+    board.watch("t", 2, "done", "openai/a", 1)
+    lines = _render(board)
+    rows = {r.split()[1]: r.split() for r in lines if r.startswith("t ")}
+    assert "setup_failed" in rows["0"] and "scoring_failed" in rows["1"] and "done" in rows["2"]
+    assert any(line.startswith("task errors: scoring_failed 1, setup_failed 1; errors: none") for line in lines)

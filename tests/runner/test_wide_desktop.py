@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from runner_helpers import desktops_missing, start_desktop
 
+from contract_replies import structured
 from core.llm import Ledger, Script, ScriptRequest
 from core.llm.fakeserver import OpenAIServer
 from core.protocols import EnvError, Environment
@@ -86,7 +87,7 @@ def narrator_and_judge(seen: list[str]) -> Any:
                 return f"<thoughts>Candidate {number} typed apples (F3.1) and saved (F4.1).</thoughts>\n<answer>{number}</answer>"
         return "<thoughts>None solves it.</thoughts>\n<answer>1</answer>"
 
-    return reply
+    return structured(reply)
 
 
 class DesktopPool:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from test_android_wide import KEY, SCREEN, TASK, _environment, _gives_up, _note_plan
 
+from contract_replies import structured
 from core.config import dump_config
 from core.llm import Ledger, Script, ScriptRequest
 from core.llm.fakeserver import AnthropicServer, OpenAIServer
@@ -43,6 +44,7 @@ def fleet(tmp_path: Path) -> Iterator[FakeFleet]:
         yield started
 
 
+@structured
 def narrate(request: ScriptRequest) -> str:
     system = next((m.text() for m in request.messages if m.role == "system"), "")
     assert system.startswith("You describe what a single computer action"), "the judge asked the narrator's server"
@@ -52,6 +54,7 @@ def narrate(request: ScriptRequest) -> str:
     return f"<thoughts>Compared the screens.</thoughts>\n<facts>\n- {fact}\n</facts>"
 
 
+@structured
 def judge(request: ScriptRequest) -> str:
     system = next((m.text() for m in request.messages if m.role == "system"), "")
     assert "judge" in system.lower() and not system.startswith("You describe"), "the narrator asked the judge's server"

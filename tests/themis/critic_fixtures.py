@@ -14,6 +14,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
+from contract_replies import canonical
 from core.llm import ChatModel, ImagePart, Ledger, Script, ScriptRequest
 from core.trajectory import RolloutDir, RolloutInfo, RunLayout, Step, Task
 
@@ -93,6 +94,12 @@ def js(**obj: Any) -> str:
     return json.dumps(obj)
 
 
+#: The QA block a judge reply must carry, for a task that asks no question.
+NOT_QA: dict[str, Any] = {"is_qa": False}
+PAPER_NOT_QA: dict[str, Any] = {"is_qa_task": False, "last_agent_answer": "", "compliance_verdict": "not_applicable",
+                                "notes": ""}
+
+
 Handler = Callable[[ScriptRequest], str]
 
 
@@ -108,6 +115,9 @@ class Roles:
     seen: dict[str, list[ScriptRequest]] = field(default_factory=dict)
 
     def __call__(self, request: ScriptRequest) -> str:
+        return canonical(request, self._answer(request))
+
+    def _answer(self, request: ScriptRequest) -> str:
         role = role_of(request)
         self.seen.setdefault(role, []).append(request)
         key = role if role in self.handlers else role.split("_")[0]

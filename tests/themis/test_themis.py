@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from critic_fixtures import Roles, asked_step, build_rollout, images_of, js, png, user_text
+from critic_fixtures import NOT_QA, Roles, asked_step, build_rollout, images_of, js, png, user_text
 
 from core.llm import ChatModel, Ledger, Reply, Script, ScriptRequest
 from core.trajectory import RolloutDir
@@ -21,7 +21,7 @@ def verify_ok(request: ScriptRequest) -> str:
 
 
 SOUND = js(sound=True, concerns=[], summary="Every requirement is checked.")
-COMPLETED = js(decision="completed", reason="Step 0 shows the text typed and saved.", key_steps=[0])
+COMPLETED = js(qa=NOT_QA, decision="completed", reason="Step 0 shows the text typed and saved.", key_steps=[0])
 STOP = js(milestones=[], done=True, reason="The saved file is verified.")
 
 
@@ -107,7 +107,7 @@ async def test_the_reviewer_loop_stops_at_two_rounds(runs: Path) -> None:
     unsound = js(sound=False, concerns=[concern(1, "Is the file still saved after step 1?")], summary="doubt")
     roles = Roles({"selector_initial": [pick(0, done=True)], "selector_followup": stop_handler,
                    "verifier": verify_ok, "reviewer": lambda r: unsound,
-                   "judge": [js(decision="uncertain", failure_window=WINDOW, reason="The revert at step 1 was never ruled out.")]})
+                   "judge": [js(qa=NOT_QA, decision="uncertain", failure_window=WINDOW, reason="The revert at step 1 was never ruled out.")]})
     # pass 0: 1 selector + 1 verifier; each of 2 reviews: 1 reviewer + 1 selector + 1 re-check.
     model, script = roles.model(2 + 2 * 3 + 1)
     verdict = await make_critic("themis", model)(task, rd)
@@ -144,7 +144,7 @@ async def test_a_concern_sends_selector_and_verifier_back_to_the_cited_steps(run
 
     roles = Roles({"selector_initial": [pick(0, 2, done=True)], "selector_followup": [revision],
                    "verifier": verifier, "reviewer": reviews,
-                   "judge": [js(decision="not_completed", failure_window=WINDOW, reason="Step 2's re-check shows the file unsaved.")]})
+                   "judge": [js(qa=NOT_QA, decision="not_completed", failure_window=WINDOW, reason="Step 2's re-check shows the file unsaved.")]})
     model, script = roles.model(1 + 2 + 1 + 1 + 2 + 1 + 1)
     verdict = await make_critic("themis", model)(task, rd)
 
@@ -198,7 +198,7 @@ async def test_the_terminating_step_is_refused_and_the_selector_asked_again(runs
 async def test_a_selector_that_keeps_choosing_the_terminating_step_fails_and_is_reported(runs: Path) -> None:
     task, rd = build_rollout(runs, actions=2)
     roles = Roles({"selector_initial": lambda r: pick(2), "reviewer": [SOUND],
-                   "judge": [js(decision="not_completed", failure_window=WINDOW, reason="Nothing was verified.")]})
+                   "judge": [js(qa=NOT_QA, decision="not_completed", failure_window=WINDOW, reason="Nothing was verified.")]})
     model, script = roles.model(3 + 1 + 1)
     verdict = await make_critic("themis", model)(task, rd)
     script.assert_done()
@@ -215,7 +215,7 @@ async def test_an_unparseable_verifier_reply_is_retried_then_reported(runs: Path
     task, rd = build_rollout(runs, actions=2)
     roles = Roles({"selector_initial": [pick(0, done=True)],
                    "verifier": ["I think it worked!", '{"step": 0, "verdict": 1}', "still not json"],
-                   "reviewer": [SOUND], "judge": [js(decision="uncertain", failure_window=WINDOW, reason="Step 0 was never verified.")]})
+                   "reviewer": [SOUND], "judge": [js(qa=NOT_QA, decision="uncertain", failure_window=WINDOW, reason="Step 0 was never verified.")]})
     model, script = roles.model(1 + 3 + 1 + 1)
     verdict = await make_critic("themis", model)(task, rd)
 

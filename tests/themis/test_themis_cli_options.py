@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from critic_fixtures import RUN_ID, Roles, asked_step, build_rollout, js
+from critic_fixtures import PAPER_NOT_QA, RUN_ID, Roles, asked_step, build_rollout, js
 from typer.testing import CliRunner
 
 from core.llm import Script
@@ -26,7 +26,7 @@ def test_the_command_line_builds_a_model_per_role(runs: Path) -> None:
                                            rationale="r")],
                    "verifier": lambda r: js(step=asked_step(r), verdict="success", evidence=["AFTER"]),
                    "reviewer": [js(issues=None, overall_commentary="none")],
-                   "judge": [js(final_decision="completed", justification="Step 0 shows it.")]})
+                   "judge": [js(qa_answer_review=PAPER_NOT_QA, final_decision="completed", justification="Step 0 shows it.")]})
     main = Script("cli-main", [roles] * 3)
     judge = Script("cli-judge", [roles])
     code, out, err = _invoke("critic", str(runs / RUN_ID), "--critic", "themis", "--model", "scripted/cli-main",

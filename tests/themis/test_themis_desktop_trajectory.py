@@ -14,7 +14,7 @@ from pathlib import Path
 import mss
 import mss.tools
 import pytest
-from critic_fixtures import Roles, asked_step, images_of, js, user_text
+from critic_fixtures import NOT_QA, Roles, asked_step, images_of, js, user_text
 
 from core.trajectory import RolloutDir, RolloutInfo, RunLayout, Step, Task
 from themis import LastKRecord, SequentialRecord, ThemisRecord, make_critic
@@ -99,8 +99,8 @@ async def test_themis_on_a_desktop_trajectory(desktop_rollout: tuple[Task, Rollo
                                             {"step": 2, "goal": "ls lists done.txt", "why": "proof"}],
                                 done=True, reason="creation and listing")],
         "verifier": lambda r: js(step=asked_step(r), verdict=1, evidence=["AFTER shows it"]),
-        "reviewer": [js(sound=True, summary="ok")],
-        "judge": [js(decision="completed", reason="Step 2 lists done.txt.", key_steps=[2])],
+        "reviewer": [js(concerns=[], sound=True, summary="ok")],
+        "judge": [js(qa=NOT_QA, decision="completed", reason="Step 2 lists done.txt.", key_steps=[2])],
     })
     model, script = roles.model(5)
     verdict = await make_critic("themis", model)(task, rd)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from critic_fixtures import Roles, asked_step, build_rollout, js, user_text
+from critic_fixtures import PAPER_NOT_QA, Roles, asked_step, build_rollout, js, user_text
 
 from core.llm import ChatModel, Ledger, Script, ScriptRequest
 from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
@@ -24,7 +24,7 @@ SELECT = js(key_steps=[{"step_index": 0, "assessment_goal": "the editor shows he
 STOP = js(need_more_steps=False, reason_to_stop="both verified")
 ISSUES = js(issues=[{"id": "ISS-1", "summary": "reminder", "risk": "warning", "related_steps": [1],
                      "evidence_needed": "title", "notes": ""}], overall_commentary="nothing blocks")
-JUDGE = js(final_decision="completed", justification="Steps 0 and 1 prove it.",
+JUDGE = js(qa_answer_review=PAPER_NOT_QA, final_decision="completed", justification="Steps 0 and 1 prove it.",
            failure_window={"start_step": -1, "end_step": -1, "reason": ""},
            critical_evidence=[{"step_index": 1, "verdict": "success", "cue": "title"}])
 
@@ -142,7 +142,7 @@ async def test_voting_over_three_deliberations(runs: Path, rule: str, reward: in
     def judge(request: ScriptRequest) -> str:
         decision = next(decisions)
         window = {"start_step": -1, "end_step": -1} if decision == "completed" else {"start_step": 1, "end_step": 1}
-        return js(final_decision=decision, justification="see step 1", failure_window=window)
+        return js(qa_answer_review=PAPER_NOT_QA, final_decision=decision, justification="see step 1", failure_window=window)
 
     router = roles(judge=judge)
     # Claude takes no temperature under the SDK's API version: its votes differ by its own sampling.

@@ -66,13 +66,16 @@ def test_table_and_json_show_undefined_values_as_such() -> None:
     result = score_predictions("judge-x", labels, {str(i): t[1] for i, t in enumerate(TRIPLES)})
     table = render_table([result])
     lines = table.splitlines()
-    assert lines[0].split() == ["critic", "group", "n", "pos", "pred", "err", "miss", "acc", "prec", "rec", "f1"]
-    assert lines[2].split() == ["judge-x", "overall", "10", "5", "4", "0", "0", "50.0", "50.0", "40.0", "44.4"]
+    assert lines[0].split() == ["critic", "group", "n", "pos", "pred", "err", "miss", "acc", "prec", "rec", "f1",
+                                "npv", "tnr"]
+    # tp 2, fp 2, tn 3, fn 3: NPV 3/6, TNR 3/5.
+    assert lines[2].split() == ["judge-x", "overall", "10", "5", "4", "0", "0", "50.0", "50.0", "40.0", "44.4",
+                                "50.0", "60.0"]
     windows = next(line for line in lines if line.startswith("judge-x  windows"))
-    assert windows.split()[-4:] == ["100.0", "—", "—", "—"]
+    assert windows.split()[-6:] == ["100.0", "—", "—", "—", "100.0", "100.0"]
     # One group has undefined ratios, so the macro average of those is undefined too ("dash").
     macro = next(line for line in lines if line.startswith("judge-x  macro"))
-    assert macro.split()[-3:] == ["—", "—", "—"]
+    assert macro.split()[-6:] == ["40.0", "—", "—", "—", "—", "—"]
     data = results_json([result])
     assert data["judge-x"]["scores"]["windows"]["precision"] is None  # type: ignore[index]
     json.dumps(data)

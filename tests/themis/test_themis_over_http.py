@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from critic_fixtures import Roles, asked_step, build_rollout, images_of, js
+from critic_fixtures import NOT_QA, Roles, asked_step, build_rollout, images_of, js
 
 from core.llm import ChatModel, Ledger, Script, ScriptRequest
 from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
@@ -35,8 +35,8 @@ async def test_themis_over_http(runs: Path, server_cls: type[FakeServer], name: 
                                 reason="save and name")],
         "selector_followup": [js(done=True, reason="both requirements are covered")],
         "verifier": verify,
-        "reviewer": [js(sound=True, summary="The failed save at step 1 is captured.")],
-        "judge": [js(decision="not_completed", failure_window=WINDOW, reason="Step 1 shows the dialog still open.",
+        "reviewer": [js(concerns=[], sound=True, summary="The failed save at step 1 is captured.")],
+        "judge": [js(qa=NOT_QA, decision="not_completed", failure_window=WINDOW, reason="Step 1 shows the dialog still open.",
                      missing=["the file is saved"], key_steps=[1])],
     })
     script = Script("wire", [roles] * 6)

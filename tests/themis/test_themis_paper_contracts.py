@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critic_fixtures import Roles, asked_step, build_rollout, js, user_text
+from critic_fixtures import NOT_QA, PAPER_NOT_QA, Roles, asked_step, build_rollout, js, user_text
 
 from core.llm import ScriptRequest
 from themis import ThemisRecord, make_critic, summarize
@@ -67,8 +67,8 @@ async def test_the_paper_contracts_run_end_to_end(runs: Path) -> None:
 
 async def test_the_judge_must_give_a_failure_window_when_not_completed(runs: Path) -> None:
     task, rd = build_rollout(runs, actions=1)
-    no_window = js(final_decision="not_completed", justification="Step 0 shows no change.")
-    window = js(final_decision="not completed", justification="Step 0 shows no change.",
+    no_window = js(qa_answer_review=PAPER_NOT_QA, final_decision="not_completed", justification="Step 0 shows no change.")
+    window = js(qa_answer_review=PAPER_NOT_QA, final_decision="not completed", justification="Step 0 shows no change.",
                 failure_window={"start_step": 1, "reason": "the agent stopped without saving"})
     roles = Roles({"selector_initial": [js(key_steps=[{"step_index": 0, "assessment_goal": "g", "why_important": "w"}],
                                            rationale="r")],
@@ -90,7 +90,7 @@ async def test_the_condensed_prompts_are_a_named_option(runs: Path) -> None:
     roles = Roles({"selector_initial": [js(milestones=[{"step": 0, "goal": "g", "why": "w"}], done=True, reason="r")],
                    "verifier": lambda r: js(step=asked_step(r), verdict=1, evidence=["e"]),
                    "reviewer": [js(sound=True, concerns=[], summary="ok")],
-                   "judge": [js(decision="not_completed", reason="no window needed here")]})
+                   "judge": [js(qa=NOT_QA, decision="not_completed", reason="no window needed here")]})
     model, script = roles.model(4)
     verdict = await make_critic("themis", model, prompts="condensed")(task, rd)
     script.assert_done()

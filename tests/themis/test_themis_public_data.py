@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from critic_fixtures import Roles, images_of, js, user_text
+from critic_fixtures import PAPER_NOT_QA, Roles, images_of, js, user_text
 from typer.testing import CliRunner
 
 from core.llm import Reply, Script
@@ -109,7 +109,7 @@ async def test_themis_grades_an_osreward_trace(tmp_path: Path) -> None:
                    "selector_followup": [js(need_more_steps=False, reason_to_stop="enough")],
                    "verifier": [js(step=1, verdict="success", evidence=["AFTER: tutorial page"])],
                    "reviewer": [js(issues=None, overall_commentary="none")],
-                   "judge": [js(final_decision="completed", justification="Step 1 shows the page.")]})
+                   "judge": [js(qa_answer_review=PAPER_NOT_QA, final_decision="completed", justification="Step 1 shows the page.")]})
     model, script = roles.model(5)
     result = await bench_critic(make_critic("themis", model), [entry])
     script.assert_done()
@@ -137,7 +137,8 @@ def test_critic_bench_scores_agentrewardbench_by_benchmark_and_agent(tmp_path: P
     code, out, err = _invoke("critic-bench", str(labels), "--predictions", str(preds), "--by", "benchmark,agent",
                              "--only", "split=test", "--undefined", "skip", "--json", str(tmp_path / "r.json"))
     assert code == 0, err
-    assert "6 labelled trajectories read as agentrewardbench (left out: 1 unsure label, 1 secondary annotation)" in out
+    assert ("7 labelled trajectories read as agentrewardbench (left out: 1 unsure label, 1 secondary annotation); "
+            "--only split=test keeps 6") in out
     result = json.loads((tmp_path / "r.json").read_text())["judge"]
     # The dev-split label was filtered out by --only, so its prediction matches no label either.
     assert result["by"] == ["benchmark", "agent"] and "macro" in result and result["unmatched"] == [

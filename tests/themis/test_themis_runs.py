@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 
 import pytest
-from critic_fixtures import RUN_ID, Roles, asked_step, build_rollout, images_of, js, user_text
+from critic_fixtures import NOT_QA, RUN_ID, Roles, asked_step, build_rollout, images_of, js, user_text
 from PIL import Image
 
 from core.trajectory import RolloutInfo, RunLayout, Step
@@ -72,7 +72,7 @@ async def test_large_screens_are_downscaled_and_the_selector_can_see_all_of_them
     roles = Roles({"selector_initial": [js(milestones=[{"step": 1, "goal": "blue screen", "why": "end"}],
                                            done=True, reason="one")],
                    "verifier": lambda r: js(step=asked_step(r), verdict=1, evidence=["blue"]),
-                   "reviewer": [js(sound=True)], "judge": [js(decision="completed", reason="blue")]})
+                   "reviewer": [js(concerns=[], sound=True)], "judge": [js(qa=NOT_QA, decision="completed", reason="blue")]})
     model, script = roles.model(4)
     verdict = await make_critic("themis", model, selector_screens="all", thumbnail_side=320)("Turn it blue", rd)
     script.assert_done()
@@ -87,8 +87,8 @@ async def test_large_screens_are_downscaled_and_the_selector_can_see_all_of_them
 
 async def test_a_trajectory_with_only_a_terminating_step_skips_the_selector(runs: Path) -> None:
     task, rd = build_rollout(runs, actions=0)
-    roles = Roles({"reviewer": [js(sound=True)],
-                   "judge": [js(decision="not_completed", failure_window=WINDOW, reason="The agent declared success without acting.")]})
+    roles = Roles({"reviewer": [js(concerns=[], sound=True)],
+                   "judge": [js(qa=NOT_QA, decision="not_completed", failure_window=WINDOW, reason="The agent declared success without acting.")]})
     model, script = roles.model(2)
     verdict = await make_critic("themis", model)(task, rd)
     script.assert_done()
@@ -107,7 +107,7 @@ async def test_uitars_finished_ends_the_trajectory_and_a_long_answer_reaches_the
                                            reason="r")],
                    "verifier": lambda r: js(step=asked_step(r), verdict="success", evidence=["AFTER shows totals"]),
                    "reviewer": [js(sound=True, concerns=None, summary="ok")],
-                   "judge": [js(decision="Not Completed", failure_window=WINDOW, reason="The format is wrong.")]})
+                   "judge": [js(qa=NOT_QA, decision="Not Completed", failure_window=WINDOW, reason="The format is wrong.")]})
     model, script = roles.model(4)
     verdict = await make_critic("themis", model)(task, rd)
     script.assert_done()

@@ -3,14 +3,17 @@
 Providers: openai, anthropic, vllm, gemini, openrouter (OpenAI-compatible endpoints),
 scripted (strict test scripts), replay (a recording). `ChatModel` owns retries, the
 per-endpoint concurrency limit, the `Ledger` and recording. What each model accepts is
-its `Profile` (`profiles.py`, rules in `model_rules.yaml`).
+its `Profile` (`profiles.py`, rules in `model_rules.yaml`). A reply contract is asked as a
+`ReplyFormat` (`structured.py`), natively where the model's provider enforces schemas.
 """
 
 from .errors import (
+    FINAL_REASONS,
     MalformedReplyError,
     MissingAPIKeyError,
     ModelCallError,
     ModelError,
+    RefusalError,
     ReplayMissError,
     ScriptError,
     UnknownProviderError,
@@ -23,9 +26,11 @@ from .recorder import Recorder, request_digest
 from .records import CallRecord
 from .retry import RetryDecision, RetryPolicy
 from .scripted import Reply, Script, ScriptRequest
+from .structured import ReplyFormat
 from .types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Part, Sampling, TextPart, Usage
 
 __all__ = [
+    "FINAL_REASONS",
     "PROVIDERS",
     "CallRecord",
     "ChatMessage",
@@ -44,8 +49,10 @@ __all__ = [
     "Price",
     "PriceTable",
     "Recorder",
+    "RefusalError",
     "ReplayMissError",
     "Reply",
+    "ReplyFormat",
     "RetryDecision",
     "RetryPolicy",
     "Sampling",

@@ -22,9 +22,11 @@ __all__ = [
     "UNKNOWN_SIZE_TOKENS",
     "ImageRules",
     "anthropic_image_tokens",
+    "anthropic_seen_size",
     "image_size",
     "image_tokens",
     "openai_image_tokens",
+    "openai_seen_size",
 ]
 
 ImageRules = Literal["openai", "anthropic"]
@@ -78,21 +80,27 @@ def _jpeg_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-def openai_image_tokens(width: int, height: int, detail: str = "high") -> int:
-    """OpenAI's tile rule; ``auto`` is charged as high detail (what a screenshot gets)."""
-    if detail == "low":
-        return _OPENAI_BASE
+def openai_seen_size(width: int, height: int) -> tuple[float, float]:
+    """The size OpenAI's high detail shrinks an image to before the model sees it."""
     w, h = float(width), float(height)
     fit = min(1.0, _OPENAI_FIT / max(w, h))
     w, h = w * fit, h * fit
     short = min(1.0, _OPENAI_SHORT / min(w, h))
-    w, h = w * short, h * short
+    return w * short, h * short
+
+
+def openai_image_tokens(width: int, height: int, detail: str = "high") -> int:
+    """OpenAI's tile rule; ``auto`` is charged as high detail (what a screenshot gets)."""
+    if detail == "low":
+        return _OPENAI_BASE
+    w, h = openai_seen_size(width, height)
     tiles = math.ceil(round(w, 6) / 512) * math.ceil(round(h, 6) / 512)
     return _OPENAI_BASE + _OPENAI_TILE * tiles
 
 
-def anthropic_image_tokens(width: int, height: int) -> int:
-    """Anthropic's area rule after its long-edge and token caps."""
+def anthropic_seen_size(width: int, height: int) -> tuple[float, float]:
+    """The size Anthropic shrinks an image to before Claude sees it: a 1568-px long edge,
+    then about 1600 tokens of 750 px each."""
     w, h = float(width), float(height)
     scale = min(1.0, _ANTHROPIC_LONG_EDGE / max(w, h))
     w, h = w * scale, h * scale
@@ -100,6 +108,12 @@ def anthropic_image_tokens(width: int, height: int) -> int:
     if w * h > max_pixels:
         area = math.sqrt(max_pixels / (w * h))
         w, h = w * area, h * area
+    return w, h
+
+
+def anthropic_image_tokens(width: int, height: int) -> int:
+    """Anthropic's area rule after its long-edge and token caps."""
+    w, h = anthropic_seen_size(width, height)
     return math.ceil(round(w * h, 6) / _ANTHROPIC_PIXELS_PER_TOKEN)
 
 

@@ -15,16 +15,21 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from core import clock
 
-from . import limits
-from .errors import ModelCallError, ModelError, ScriptError
+from . import rate_budget
+from .errors import ModelCallError, ModelError, RefusalError, ScriptError, one_line
 from .ledger import Ledger
+from .limits import default_max_tokens
+from .notices import RetryNotice, notify
 from .prices import PriceTable
 from .provider import ModelAPI, current_module, provider_class, split_name
 from .recorder import Recorder
 from .records import CallRecord
 from .retry import RetryDecision, RetryPolicy
+from .structured import ReplyFormat
 from .types import ChatMessage, GenerateConfig, ModelOutput, Usage
 
 __all__ = ["ChatModel", "TruncatedReplyError"]
@@ -93,6 +98,20 @@ class ChatModel:
     def name(self) -> str:
         return self.api.name
 
+    def reply_config(self, config: GenerateConfig | None, contract: type[BaseModel]) -> GenerateConfig:
+        """`config` asking for replies in `contract`'s schema where this model's provider
+        enforces one (native structured outputs); unchanged (free text) elsewhere."""
+        base = config or GenerateConfig()
+        if not self.structured_outputs:
+            return base
+        return base.model_copy(update={"reply_format": ReplyFormat.of(contract)})
+
+    @property
+    def structured_outputs(self) -> bool:
+        """Whether a `reply_format` reaches this model as a schema its provider enforces
+        (else the caller's prompt and parser carry the contract as free text)."""
+        return self.api.profile.structured != "none"
+
     def __repr__(self) -> str:
         return f"ChatModel({self.name!r}, tags={self.tags!r})"
 
@@ -123,29 +142,47 @@ class ChatModel:
         meter = _Meter()
         metering = _METER.set(meter)
 
+        sent = self.limited(merged, module)
+
         async def attempt() -> ModelOutput:
             nonlocal attempts
             attempts += 1
-            return await self._attempt(messages, merged, spent)
+            return await self._attempt(messages, sent, spent)
+
+        call = uuid.uuid4().hex
+        last: list[RetryDecision] = []
+
+        def retrying(number: int, decision: RetryDecision, error: BaseException, spent_s: float, wait: float) -> None:
+            last[:] = [decision]
+            notify(RetryNotice("retry", call, self.name, module, decision.reason, number, spent_s, wait,
+                               decision.status, self._clean(one_line(self.api.describe(error), 160)),
+                               tags=dict(self.tags)))
+
+        def finished(succeeded: bool) -> None:
+            if last:
+                notify(RetryNotice("done", call, self.name, module, last[0].reason, attempts,
+                                   clock.monotonic() - begun, status=last[0].status, succeeded=succeeded,
+                                   tags=dict(self.tags)))
 
         try:
-            output = await self.retry.run(attempt, self._classify)
+            output = await self.retry.run(attempt, self._classify, retrying)
         except ScriptError as exc:
-            self._log(module, started, begun, spent, attempts - 1, self._clean(str(exc)), meter)
+            self._log(module, started, begun, spent, attempts - 1, self._clean(str(exc)), "script", meter)
             raise
         except Exception as exc:
             decision = self._classify(exc)
-            described = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
-            described = decision.advice or described  # one line the user can act on
+            described = decision.advice or one_line(self.api.describe(exc))  # one line the user can act on
             notes = "; ".join(getattr(exc, "__notes__", ()))
             message = self._clean(f"{described} ({notes})" if notes else described)
-            self._log(module, started, begun, spent, attempts - 1, message, meter)
+            self._log(module, started, begun, spent, attempts - 1, message, decision.reason, meter)
+            finished(False)
             raise ModelCallError(self.name, decision.reason, message, retries=attempts - 1,
                                  status=decision.status) from exc
         finally:
             current_module.reset(token)
             _METER.reset(metering)
-        self._log(module, started, begun, spent, attempts - 1, None, meter)
+        finished(True)
+        self._log(module, started, begun, spent, attempts - 1, None, None, meter)
         if self.recorder is not None:
             self.recorder.record(model=self.name, module=module, messages=list(messages),
                                  config=merged, output=output)
@@ -155,23 +192,31 @@ class ChatModel:
                        spent: list[Usage]) -> ModelOutput:
         """One reply; one cut at the token limit is asked once more with a larger limit
         (reasoning models spend the limit on thinking and answer nothing), its tokens added.
-        Each reply's usage goes to `spent` as it arrives, so the ledger bills cut replies
-        also when the call ends in an error."""
-        output = await self._once(messages, config)
-        spent.append(output.usage)
+        Each reply's usage goes to `spent` as it arrives, so the ledger bills cut and refused
+        replies also when the call ends in an error."""
+        output = await self._billed(messages, config, spent)
         if output.finish_reason != "length":
             return output
         limit = config.max_tokens
         larger = self._larger_limit(config)
         if larger is None:
-            raise TruncatedReplyError(f"the reply was cut at the token limit ({limit or 'the model default'}); "
-                                      "raise max_tokens or lower reasoning_effort")
-        second = await self._once(messages, config.model_copy(update={"max_tokens": larger}))
-        spent.append(second.usage)
+            raise TruncatedReplyError(f"the reply was cut at the token limit ({limit or 'the model default'}, "
+                                      "the model's output cap); lower reasoning_effort or shorten the task")
+        second = await self._billed(messages, config.model_copy(update={"max_tokens": larger}), spent)
         if second.finish_reason == "length":
             raise TruncatedReplyError(f"the reply was cut at the token limit ({limit}, then {larger}); "
                                       "raise max_tokens or lower reasoning_effort")
         return second.model_copy(update={"usage": _added(output.usage, second.usage)})
+
+    async def _billed(self, messages: list[ChatMessage], config: GenerateConfig, spent: list[Usage]) -> ModelOutput:
+        try:
+            output = await self._once(messages, config)
+        except RefusalError as exc:
+            if exc.usage is not None:
+                spent.append(exc.usage)  # a refused reply is billed too
+            raise
+        spent.append(output.usage)
+        return output
 
     def _larger_limit(self, config: GenerateConfig) -> int | None:
         """Twice the token limit, within the model's output cap; None when none is larger."""
@@ -182,9 +227,17 @@ class ChatModel:
         larger = min(limit * 2, cap) if cap is not None else limit * 2
         return larger if larger > limit else None
 
+    def limited(self, config: GenerateConfig, module: str) -> GenerateConfig:
+        """`config` with the output limit this call sends: the configured one, else the
+        role's default with room for the model's reasoning (`core.llm.limits`)."""
+        if config.max_tokens is not None:
+            return config
+        limit = default_max_tokens(self.api.profile, module, config.reasoning_effort)
+        return config if limit is None else config.model_copy(update={"max_tokens": limit})
+
     async def _once(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
         meter = _METER.get()
-        budget = limits.budget_for(self.api.rate_key(), probe=self.api.announces_rate_limits())  # shared by the run
+        budget = rate_budget.budget_for(self.api.rate_key(), probe=self.api.announces_rate_limits())  # shared by the run
         ticket = await budget.admit(current_module.get(), messages, config)
         if meter is not None:
             meter.paced += ticket.held
@@ -219,7 +272,7 @@ class ChatModel:
         return text
 
     def _log(self, module: str, started: float, begun: float, spent: list[Usage], retries: int,
-             error: str | None, meter: _Meter | None = None) -> None:
+             error: str | None, kind: str | None = None, meter: _Meter | None = None) -> None:
         """One record of the call: the tokens of every reply it received, each priced on its
         own (a long-prompt tier applies per request, not to their sum)."""
         if self.ledger is None:
@@ -239,6 +292,7 @@ class ChatModel:
             dollars=sum(self.prices.cost(self.name, each) for each in spent),
             retries=max(retries, 0),
             error=error,
+            error_kind=kind if error is not None else None,
             **_waits(meter),
         ))
 

@@ -13,6 +13,7 @@ worker processes resolve the same profiles.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import os
@@ -25,10 +26,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import ModelError
 from .types import GenerateConfig
+from .vision import VisionRules, vision_fields
 
 __all__ = [
     "OVERRIDES_ENV",
     "THINKING_BUDGETS",
+    "TODAY_ENV",
     "ImageLimits",
     "Profile",
     "ProfileError",
@@ -38,7 +41,9 @@ __all__ = [
     "problems",
     "resolve",
     "sampling_params",
+    "sdk_shutdowns",
     "set_overrides",
+    "today",
 ]
 
 #: JSON object {"provider/model": {field: value}} of per-model profile overrides.
@@ -54,6 +59,10 @@ MIN_THINKING_BUDGET = 1024
 THINKING_TOP_P = (0.95, 1.0)
 
 Status = Literal["active", "legacy", "deprecated", "retired", "unknown"]
+Structured = Literal["none", "openai_strict", "json_schema", "anthropic", "anthropic_tool", "vllm", "guided_json"]
+#: YYYY-MM-DD that stands for today when deciding whether a shutdown date has passed (the
+#: test suite pins it; unset, the real date).
+TODAY_ENV = "AGENT_S3_TODAY"
 
 
 class ProfileError(ModelError, ValueError):
@@ -88,13 +97,26 @@ class Profile(BaseModel):
     thinking_limits_sampling: bool = False
     reasoning: Literal["none", "effort", "budget", "adaptive", "budget_or_adaptive"] = "none"
     efforts: tuple[str, ...] = ()
+    #: The effort the model reasons at when the request names none (None: it does not).
+    default_effort: str | None = None
+    #: Whether reasoning can be switched off (Claude's thinking.type "disabled").
+    thinking_off: bool = True
     token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     max_output: int | None = None
     images: ImageLimits = ImageLimits()
+    #: How a reply in a JSON schema is asked for (`core.llm.structured`); "none": free text.
+    structured: Structured = "none"
+    #: The largest screenshot it sees unshrunk and how it states points (`core.llm.vision`).
+    vision: VisionRules = VisionRules()
     status: Status = "active"
     shutdown: str | None = None
     replacement: str | None = None
     sources: tuple[str, ...] = ()
+
+    @property
+    def thinks_by_default(self) -> bool:
+        """The model reasons (and spends output tokens on it) when the request says nothing."""
+        return self.reasoning != "none" and self.default_effort not in (None, "none")
 
     @property
     def served(self) -> bool:
@@ -112,8 +134,13 @@ class Profile(BaseModel):
         reasoning: str = self.reasoning if self.reasoning != "none" else "no reasoning"
         if self.efforts:
             reasoning += f" ({'/'.join(self.efforts)})"
+        if self.thinks_by_default:
+            reasoning += f", thinks by default ({self.default_effort})"
         bits += [reasoning, self.token_field]
-        status = self.status + (f" until {self.shutdown}" if self.shutdown else "")
+        if self.structured != "none":
+            bits.append(f"structured outputs ({self.structured})")
+        status = self.status + ((f" since {self.shutdown}" if self.status == "retired" else f" until {self.shutdown}")
+                                if self.shutdown else "")
         if self.replacement and self.status != "active":
             status += f", use {self.replacement}"
         return f"{self.family}: {', '.join(bits)}; {status}"
@@ -186,6 +213,11 @@ def resolve(name: str, *, anthropic_version: str | None = None,
             _merge(fields, {k: v for k, v in rule.items() if k != "source"})
             if rule.get("source"):
                 sources.append(f"anthropic-version {version}: {str(rule['source']).strip()}")
+    _lifecycle(provider, model, fields, sources)
+    seen, seen_source = vision_fields(rules.get("vision", []), name)
+    if seen:
+        _merge(fields, {"vision": seen})
+        sources.append(f"vision: {seen_source.strip()}")
     override = {**_overrides().get(name, {}), **(extra or {})}
     if override:
         _merge(fields, override)
@@ -199,10 +231,85 @@ def resolve(name: str, *, anthropic_version: str | None = None,
                            "for the fields)") from None
 
 
+def today() -> datetime.date:
+    """The date shutdowns are measured against: `TODAY_ENV` when set, else the real one."""
+    raw = os.environ.get(TODAY_ENV, "").strip()
+    if raw:
+        try:
+            return datetime.date.fromisoformat(raw)
+        except ValueError:
+            raise ProfileError(f"{TODAY_ENV}={raw!r} is not a YYYY-MM-DD date; unset it or fix it") from None
+    return datetime.date.today()
+
+
+def _lifecycle(provider: str, model: str, fields: dict[str, Any], sources: list[str]) -> None:
+    """The installed SDK's shutdown date of `model`, if it lists one, and the status its
+    date implies: a date that has passed retires the model (404), one ahead deprecates it."""
+    listed = sdk_shutdowns().get(f"{provider}/{model}")
+    if listed is not None:
+        date, source = listed
+        if date is None:  # listed as not a model at all
+            fields["status"] = "unknown"
+            sources.append(source)
+            return
+        fields["shutdown"] = date
+        sources.append(source)
+    shutdown = fields.get("shutdown")
+    if not shutdown or fields.get("status") in ("retired", "unknown"):
+        return
+    if datetime.date.fromisoformat(str(shutdown)) <= today():
+        fields["status"] = "retired"
+        sources.append(f"shut down on {shutdown}, which has passed")
+    elif fields.get("status", "active") == "active":
+        fields["status"] = "deprecated"
+
+
+_OPENAI_DEPRECATED = re.compile(r'^- ((?:"[^"]+",?\s*)+):\s*(.*?)(?=^- |\Z)', re.M | re.S)
+_SHUTDOWN_DATE = re.compile(r"shutdown date:\s*(\d{4}-\d{2}-\d{2})", re.I)
+_LONG_DATE = re.compile(r"([A-Z][a-z]+) (\d{1,2})(?:st|nd|rd|th)?, (\d{4})")
+
+
+@functools.cache
+def sdk_shutdowns() -> dict[str, tuple[str | None, str]]:
+    """{"provider/model": (YYYY-MM-DD or None for "not a model", source)} from the installed
+    SDKs' own lists: openai's `types/shared/chat_model.py` ("Deprecated values", announced
+    shutdown dates) and anthropic's `_data/deprecated_models.py` (end-of-life dates)."""
+    found: dict[str, tuple[str | None, str]] = {}
+    try:
+        import openai
+        text = resources.files("openai").joinpath("types/shared/chat_model.py").read_text(encoding="utf-8")
+        version = openai.__version__
+    except (ImportError, OSError):  # pragma: no cover - the SDK is a dependency
+        text, version = "", "?"
+    notes = text.split("Deprecated values:", 1)[1] if "Deprecated values:" in text else ""
+    for names, note in _OPENAI_DEPRECATED.findall(notes):
+        found_date = _SHUTDOWN_DATE.search(note)
+        if found_date is None and "not a supported model" not in note.lower():
+            continue
+        value = found_date.group(1) if found_date else None
+        for name in re.findall(r'"([^"]+)"', names):
+            found[f"openai/{name}"] = (value, f"openai SDK {version} types/shared/chat_model.py: "
+                                       + (f"shutdown date {value}" if value else "not a supported model ID"))
+    try:
+        import anthropic
+        from anthropic._data.deprecated_models import DEPRECATED_MODELS
+    except ImportError:  # pragma: no cover
+        return found
+    for name, when in DEPRECATED_MODELS.items():
+        parsed = _LONG_DATE.search(when)
+        if parsed is None:
+            continue
+        month, day, year = parsed.groups()
+        date = datetime.datetime.strptime(f"{month} {day} {year}", "%B %d %Y").date().isoformat()
+        found[f"anthropic/{name}"] = (date, f"anthropic SDK {anthropic.__version__} _data/deprecated_models.py: "
+                                      f"end of life {date}")
+    return found
+
+
 def _merge(into: dict[str, Any], layer: dict[str, Any]) -> None:
     for key, value in layer.items():
-        if key == "images" and isinstance(value, dict):
-            into["images"] = {**into.get("images", {}), **value}
+        if key in ("images", "vision") and isinstance(value, dict):
+            into[key] = {**into.get(key, {}), **value}
         else:
             into[key] = value
 
@@ -256,6 +363,9 @@ def problems(profile: Profile, config: GenerateConfig, *, thinking: bool = False
                        f"{', '.join(THINKING_BUDGETS)}")
     elif effort == "none" and profile.reasoning == "effort" and "none" not in profile.efforts:
         out.append(f"reasoning_effort 'none' is not accepted; use one of {', '.join(profile.efforts)}")
+    elif effort == "none" and profile.thinks_by_default and not profile.thinking_off:
+        out.append(f"reasoning_effort 'none' is not accepted (this model always thinks); use one of "
+                   f"{', '.join(profile.efforts)}")
     if not profile.served:
         what = "retired" if profile.status == "retired" else "not a model the provider serves"
         tail = f"; use {profile.replacement}" if profile.replacement else "; check the model name"
@@ -303,7 +413,10 @@ def sampling_params(profile: Profile, config: GenerateConfig, *, thinking: bool 
 
 
 def anthropic_thinking(profile: Profile, effort: str | None, max_tokens: int) -> dict[str, Any]:
-    """`thinking` / `output_config` / `max_tokens` for a Claude request at this effort."""
+    """`thinking` / `output_config` / `max_tokens` for a Claude request at this effort
+    (effort "none" on a model that thinks by default switches its thinking off)."""
+    if effort == "none" and profile.thinks_by_default and profile.thinking_off:
+        return {"max_tokens": max_tokens, "thinking": {"type": "disabled"}}
     if effort is None or effort == "none" or profile.reasoning == "none":
         return {"max_tokens": max_tokens}
     if profile.reasoning in ("adaptive", "budget_or_adaptive"):

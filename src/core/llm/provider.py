@@ -21,6 +21,8 @@ from core.config import redact_urls
 from .errors import (
     MalformedReplyError,
     MissingAPIKeyError,
+    ModelError,
+    RefusalError,
     ReplayMissError,
     ScriptError,
     UnknownProviderError,
@@ -93,6 +95,8 @@ class ModelAPI(ABC):
             return RetryDecision.transient("malformed")  # a garbled body is the wire's fault: ask again
         if isinstance(error, ScriptError):
             return RetryDecision.no("script")
+        if isinstance(error, RefusalError):
+            return RetryDecision.no(error.kind)
         if isinstance(error, UnsupportedSettingError):
             return RetryDecision.no("unsupported")
         if isinstance(error, ReplayMissError):
@@ -103,12 +107,16 @@ class ModelAPI(ABC):
             return RetryDecision.transient("connection")
         return RetryDecision.no("error")
 
+    def describe(self, error: BaseException) -> str:
+        """`error` as the one line a final failure reports (subclasses shorten their SDK's)."""
+        return str(error) if isinstance(error, ModelError) else f"{type(error).__name__}: {error}"
+
     def concurrency_key(self) -> str:
         """Calls with equal keys share one concurrency limit."""
         return f"{self.provider}:{self.base_url or ''}"
 
     def rate_key(self) -> str:
-        """Calls with equal keys share one rate budget (`core.llm.limits`): a provider limits
+        """Calls with equal keys share one rate budget (`core.llm.rate_budget`): a provider limits
         an account per model."""
         return f"{self.concurrency_key()}|{self.model}"
 

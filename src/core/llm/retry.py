@@ -6,8 +6,8 @@ enough to ride out a real rate-limit window) is not spent. A rate-limited attemp
 least what the server asked for: `retry-after-ms`, `Retry-After` (seconds or an HTTP date),
 OpenAI's `x-ratelimit-reset-requests` / `-tokens` durations ("1s", "6m0s", "20ms") or
 Anthropic's `anthropic-ratelimit-*-reset` times. Auth errors, bad requests, context
-overflows, an exhausted quota or credit balance, and a model the provider does not serve
-are final, the last two with advice on what to do.
+overflows, an exhausted quota or credit balance, a hard spend limit, and a model the
+provider does not serve are final, the last three with advice on what to do.
 
 Sources of the rules below (as published by the providers):
 - OpenAI error codes (429 `insufficient_quota` vs rate limits, 404 `model_not_found`) and
@@ -15,6 +15,14 @@ Sources of the rules below (as published by the providers):
 - Anthropic error types (`not_found_error`, `rate_limit_error`, `overloaded_error`,
   `billing_error`; "credit balance is too low" as a 400) and `retry-after` /
   `anthropic-ratelimit-*-reset` headers: docs.anthropic.com/en/api/errors, .../api/rate-limits.
+- Spend limits: OpenAI answers 429 with code `organization_spend_limit_exceeded` or
+  `project_spend_limit_exceeded` (developers.openai.com/api/docs/guides/spend-limits), and
+  `organization_usage_limit_exceeded` / `credit_balance_exhausted` for its own usage limit
+  and prepaid credit (help.openai.com "Troubleshooting API usage and spend limits"; none is
+  cured by retrying); Anthropic answers 429 `rate_limit_error` with
+  `details.error_code` `enforced_spend_limit_reached` or `contract_spend_limit_reached`
+  (402 `linked_organization_spend_limit_reached`), which anthropic SDK 2.14 raises as
+  `EnforcedSpendLimitReachedError` and siblings (`anthropic/_error_classes.py`).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from core import clock as run_clock
 
 __all__ = [
     "BACKOFF_SCALE_ENV",
+    "SPEND_LIMIT_CODES",
     "RetryDecision",
     "RetryPolicy",
     "decide_status",
@@ -115,9 +124,12 @@ class RetryPolicy(BaseModel):
         return backoff
 
     async def run(self, attempt: Callable[[], Awaitable[T]],
-                  classify: Callable[[BaseException], RetryDecision]) -> T:
+                  classify: Callable[[BaseException], RetryDecision],
+                  on_retry: Callable[[int, RetryDecision, BaseException, float, float], None] | None = None) -> T:
         """`attempt()` until it succeeds, a failure is final, or the budget or attempts run
-        out; then the last exception is raised, with a note saying why retrying stopped."""
+        out; then the last exception is raised, with a note saying why retrying stopped.
+        `on_retry(attempt, decision, error, seconds so far, wait)` hears of each retry before
+        its wait."""
         start = self.clock()
         number = 0
         while True:
@@ -140,6 +152,8 @@ class RetryPolicy(BaseModel):
                     exc.add_note(f"gave up after {number} attempts in {spent:.0f} s: the call's retry "
                                  f"budget is {self.budget:.0f} s{asked}")
                     raise
+                if on_retry is not None:
+                    on_retry(number, decision, exc, spent, pause)
                 await self.sleep(pause)
 
 
@@ -222,7 +236,13 @@ _CONTEXT_HINTS = (
 
 #: Billing refusals: OpenAI's 429 `insufficient_quota`, Anthropic's `billing_error` and its
 #: 400 "Your credit balance is too low to access the Anthropic API".
-_QUOTA_HINTS = ("insufficient_quota", "billing_error", "credit balance is too low", "exceeded your current quota")
+_QUOTA_HINTS = ("insufficient_quota", "billing_error", "credit balance is too low", "exceeded your current quota",
+                "credit_balance_exhausted", "organization_usage_limit_exceeded")
+#: Hard spend limits the account holder set (OpenAI organization and project limits;
+#: Anthropic's enforced, contract and linked-organization limits): retrying cannot help.
+SPEND_LIMIT_CODES = ("organization_spend_limit_exceeded", "project_spend_limit_exceeded",
+                     "enforced_spend_limit_reached", "contract_spend_limit_reached",
+                     "linked_organization_spend_limit_reached")
 #: A model the provider does not serve: OpenAI's 404 `model_not_found` ("The model `x` does
 #: not exist or you do not have access to it"), Anthropic's 404 `not_found_error` ("model: x");
 #: a 404 that names no model (a wrong base URL) stays a bad request.
@@ -230,6 +250,9 @@ _MODEL_HINTS = ("model_not_found", "model:", "the model")
 
 QUOTA_ADVICE = ("the account has no quota or credit left (a billing refusal, not a rate limit): "
                 "add credit or raise the spending limit with the provider, then run again")
+SPEND_ADVICE = ("the account reached a spend limit (a hard limit set on the organization, project or "
+                "contract, not a rate limit): raise or remove it in the provider's console, or wait for "
+                "the monthly reset, then run again")
 MODEL_ADVICE = ("the provider does not serve this model (retired, misspelled, or not enabled for "
                 "this key): name a current model in the configuration (`agent-s3 models check` "
                 "shows what a run would use)")
@@ -239,6 +262,8 @@ def decide_status(status: int, message: str = "", retry_after: float | None = No
     """The shared reading of an HTTP error status, for providers that speak HTTP. `message`
     holds the error's text together with its code and type, where the protocol has them."""
     lowered = message.lower()
+    if any(code in lowered for code in SPEND_LIMIT_CODES) and status in (400, 402, 403, 429):
+        return RetryDecision.no("spend_limit", status, SPEND_ADVICE)
     if any(hint in lowered for hint in _QUOTA_HINTS) and status in (400, 402, 403, 429):
         return RetryDecision.no("quota", status, QUOTA_ADVICE)
     if status == 429:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from .errors import MalformedReplyError, ScriptError
+from .errors import MalformedReplyError, RefusalError, ScriptError
 from .image_tokens import ImageRules, image_tokens
 from .provider import ModelAPI, current_module
 from .retry import RetryDecision, decide_status, parse_retry_after
@@ -71,11 +71,20 @@ class Reply:
     code: str | None = None
     #: Extra response headers of an HTTP error (e.g. "x-ratelimit-reset-requests": "6m0s").
     headers: dict[str, str] | None = None
-    #: HTTP-level fault: drop the connection, or answer a malformed / empty body.
-    fault: Literal["drop", "malformed", "empty"] | None = None
-    #: Usage to report instead of the estimate (e.g. to report cached tokens).
+    #: HTTP-level fault: drop the connection, answer a malformed / empty body, or (with an
+    #: `error` status) answer that status with a proxy's HTML error page.
+    fault: Literal["drop", "malformed", "empty", "html"] | None = None
+    #: Usage to report instead of the estimate (e.g. to report cached tokens); the strict
+    #: servers then simulate no thinking.
     usage: Usage | None = None
+    #: "stop", "length" (cut at the limit), "refusal" (Claude's stop reason; OpenAI's
+    #: `refusal` field holds `refusal`) or "content_filter" (OpenAI's filter).
     finish_reason: str = "stop"
+    #: OpenAI's refusal text (with finish_reason "refusal"); Claude's refusal keeps `text`.
+    refusal: str | None = None
+    #: Tokens a strict server's model thinks before this reply (None: its effort's usual
+    #: amount, `fakeserver.thinking`), counted against the request's output limit.
+    thinking_tokens: int | None = None
 
 
 Step = Reply | Callable[[ScriptRequest], "str | Reply"]
@@ -202,6 +211,10 @@ class ScriptedAPI(ModelAPI):
         if reply.fault in ("malformed", "empty"):
             raise MalformedReplyError(f"the reply body was {reply.fault}")
         usage = reply.usage or estimate_usage(messages, reply.text, self.script.image_rules)
+        if reply.finish_reason in ("refusal", "content_filter"):
+            raise RefusalError(f"the model refused to answer: {reply.refusal or reply.text}"
+                               if reply.finish_reason == "refusal" else "the content filter stopped the reply",
+                               kind=reply.finish_reason, usage=usage)
         return ModelOutput(text=reply.text, model=self.model, usage=usage,
                            finish_reason=reply.finish_reason)
 

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .structured import ReplyFormat
+
 __all__ = [
     "ChatMessage",
     "GenerateConfig",
@@ -102,6 +104,9 @@ class GenerateConfig(BaseModel):
     #: For reasoning models ("minimal", "low", "medium", "high"); mapped per provider.
     reasoning_effort: str | None = None
     stop: list[str] | None = None
+    #: Ask for a reply in this JSON schema, natively where the model's profile has a way
+    #: (`core.llm.structured`); a model without one gets free text, read by the caller's parser.
+    reply_format: ReplyFormat | None = None
 
     @classmethod
     def deterministic(cls, **settings: object) -> GenerateConfig:
@@ -143,5 +148,8 @@ class ModelOutput(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
     #: The response's rate-limit headers (``x-ratelimit-*``, ``anthropic-ratelimit-*``,
-    #: ``retry-after``), which the run's shared rate budget learns from (`core.llm.limits`).
+    #: ``retry-after``), which the run's shared rate budget learns from (`core.llm.rate_budget`).
     rate_headers: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
+    #: True when the reply was constrained to the request's `reply_format` by the provider:
+    #: its text is one JSON value in that schema.
+    structured: bool = False

@@ -15,12 +15,13 @@ one line, `RolloutDir.iter_steps` one step at a time; `plan_resume` says what to
 """
 
 from .base import Record, RunFolderError, load_record
-from .judging import Narrative, Selection, TaskResult
+from .judging import Narrative, RolloutError, Selection, TaskResult, rollout_error, rollout_errors
 from .layout import RunLayout, TaskDir
 from .names import SCREENSHOT_ROLES, check_name, screenshot_name, step_image_name
 from .resume import ResumePlan, plan_resume
 from .rollout import (
     AGENT_OUTCOMES,
+    TASK_ERRORS,
     TERMINAL_STATUSES,
     WORLD_FAILURES,
     RolloutInfo,
@@ -34,6 +35,7 @@ from .task import Platform, Task
 __all__ = [
     "AGENT_OUTCOMES",
     "SCREENSHOT_ROLES",
+    "TASK_ERRORS",
     "TERMINAL_STATUSES",
     "WORLD_FAILURES",
     "Narrative",
@@ -42,6 +44,7 @@ __all__ = [
     "Record",
     "ResumePlan",
     "RolloutDir",
+    "RolloutError",
     "RolloutInfo",
     "RolloutStatus",
     "RunFolderError",
@@ -56,6 +59,8 @@ __all__ = [
     "check_name",
     "load_record",
     "plan_resume",
+    "rollout_error",
+    "rollout_errors",
     "screenshot_name",
     "step_image_name",
 ]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .base import Record
+from .rollout import RolloutInfo
 
-__all__ = ["Narrative", "Selection", "TaskResult"]
+__all__ = ["Narrative", "RolloutError", "Selection", "TaskResult", "rollout_error", "rollout_errors"]
 
 
 class Narrative(Record):
@@ -62,8 +66,40 @@ class Selection(Record):
         return self
 
 
+class RolloutError(BaseModel):
+    """Why a rollout has no score although its task has a scorer: the task's setup or its
+    scorer failed (`core.trajectory.TASK_ERRORS`), in one line naming the task, the step and
+    the cause."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    outcome: Literal["setup_failed", "scoring_failed"]
+    reason: str
+
+
+def rollout_error(info: RolloutInfo | None) -> RolloutError | None:
+    """Why the rollout has no score because its task's setup or scorer failed, or None."""
+    if info is None:
+        return None
+    if info.status == "setup_failed":
+        return RolloutError(outcome="setup_failed", reason=info.reason or "the task's setup failed")
+    if info.score_error is not None:
+        return RolloutError(outcome="scoring_failed", reason=info.score_error)
+    return None
+
+
+def rollout_errors(headers: Mapping[int, RolloutInfo | None]) -> dict[int, RolloutError]:
+    """The rollouts among `headers` whose task's setup or scorer failed."""
+    found = {k: rollout_error(info) for k, info in sorted(headers.items())}
+    return {k: e for k, e in found.items() if e is not None}
+
+
 class TaskResult(Record):
-    """How a task went over its rollouts (``result.json``)."""
+    """How a task went over its rollouts (``result.json``).
+
+    A task with `errors` (a rollout whose setup or scorer failed) is *errored*: it has no
+    score to count, and metrics, exports and sweeps leave it out and count it beside them.
+    """
 
     schema_version: int = 1
     task_id: str
@@ -77,17 +113,28 @@ class TaskResult(Record):
     """Rollouts counted for pass@N."""
     pass_at_n: float | None = None
     """Best score over the N rollouts (what an oracle selector would get); None if none
-    was evaluated."""
+    was evaluated, or if the task errored (a best of fewer than N is not pass@N)."""
+    errors: dict[int, RolloutError] = Field(default_factory=dict)
+    """Rollouts whose task setup or scorer failed, by index: they have no score, and the task
+    counts as errored, never as 0."""
+
+    @property
+    def errored(self) -> bool:
+        """Whether a rollout's setup or scorer failed, so the task has no score to count."""
+        return bool(self.errors)
 
     @classmethod
-    def from_scores(cls, task_id: str, scores: dict[int, float | None], selected: int | None) -> TaskResult:
-        """Fill the derived fields from the per-rollout scores."""
+    def from_scores(cls, task_id: str, scores: dict[int, float | None], selected: int | None,
+                    errors: Mapping[int, RolloutError] | None = None) -> TaskResult:
+        """Fill the derived fields from the per-rollout scores (and the rollouts' errors)."""
         evaluated = [s for s in scores.values() if s is not None]
+        errors = dict(errors or {})
         return cls(
             task_id=task_id,
             scores=dict(scores),
             selected=selected,
             selected_score=scores.get(selected) if selected is not None else None,
             n=len(scores),
-            pass_at_n=max(evaluated) if evaluated else None,
+            pass_at_n=max(evaluated) if evaluated and not errors else None,
+            errors=errors,
         )

@@ -11,6 +11,7 @@ from .step import Step
 
 __all__ = [
     "AGENT_OUTCOMES",
+    "TASK_ERRORS",
     "TERMINAL_STATUSES",
     "WORLD_FAILURES",
     "RolloutInfo",
@@ -27,13 +28,20 @@ RolloutStatus = Literal[
     "environment_lost",
     "format_error",
     "errored",
+    "setup_failed",
 ]
 
 #: Every status but ``running``: the rollout will not change any more.
 TERMINAL_STATUSES: frozenset[str] = frozenset(get_args(RolloutStatus)) - {"running"}
-#: Ended by the world (dead VM, persistent API errors), not by the agent; a resumed run
-#: may redo these.
-WORLD_FAILURES: frozenset[str] = frozenset({"environment_lost", "errored"})
+#: The task itself could not be run or scored here: its setup steps failed (status
+#: ``setup_failed``: the agent never started) or its scorer failed on the final state (the
+#: agent's own status is kept, and `RolloutInfo.score_error` says why there is no score). Such
+#: a rollout has no score and its task counts as errored, never as 0: these are errors of the
+#: task or the environment, not of the agent.
+TASK_ERRORS: frozenset[str] = frozenset({"setup_failed", "scoring_failed"})
+#: Ended by the world (dead VM, persistent API errors, a failed setup), not by the agent; a
+#: resumed run may redo these.
+WORLD_FAILURES: frozenset[str] = frozenset({"environment_lost", "errored", "setup_failed"})
 #: Ended by the agent or its budget: a real result to judge and score.
 AGENT_OUTCOMES: frozenset[str] = TERMINAL_STATUSES - WORLD_FAILURES
 
@@ -63,7 +71,8 @@ class RolloutInfo(Record):
     """``done``: the agent declared success; ``failed``: it declared the task infeasible;
     ``step_limit`` / ``cost_limit``: a budget ran out; ``environment_lost``: the
     environment died; ``format_error``: the model's replies kept failing to parse;
-    ``errored``: any other error that persisted after retries."""
+    ``errored``: any other error that persisted after retries; ``setup_failed``: the task's
+    setup steps failed, so the agent never started."""
     reason: str | None = None
     """One line on why the rollout ended, secrets removed."""
     attempts: int = Field(default=1, ge=1)
@@ -78,6 +87,9 @@ class RolloutInfo(Record):
     label: str | None = None
     """What made the rollout when it was not a real agent on a real environment: the run's
     label (SIMULATED ..., or a scripted policy's note)."""
+    score_error: str | None = None
+    """Why there is no score although the agent ended: the task's scorer failed on the final
+    state (``scoring_failed``), in one line naming the task, the step and the cause."""
 
     @property
     def finished(self) -> bool:

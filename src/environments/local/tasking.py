@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 from core.protocols import EnvError, WorkerFacts
 from core.trajectory import Task
 from environments.osworld.client import OSWorldClient
+from environments.osworld.proxy import wants_proxy
 from environments.tasks.handling import needs_client, score_with, set_up_with
 from environments.tasks.network import needs_network
 
+from .local_proxy import close_proxy, proxied, start_local_proxy
 from .server_env import desktop_client
 from .snapshot import SNAPSHOTS
 
@@ -39,12 +41,17 @@ async def _client(env: LocalEnvironment) -> AsyncIterator[OSWorldClient]:
 
 async def prepare(env: LocalEnvironment, task: Task, cache_dir: Path) -> None:
     """Revert to the task's snapshot (one this machine does not have starts blank), with the
-    internet if the task needs it (and the desktops' network mode allows), then set up."""
+    internet if the task needs it (and the desktops' network mode allows), with OSWorld's
+    proxy if the task asks for it and a pool file is there (`local_proxy`), then set up."""
     wanted = needs_network(task.to_osworld())
+    close_proxy(env)  # its namespace goes with the revert
     await env.revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank", needs_network=wanted)
+    if wants_proxy(task) and env.info.network:
+        async with _client(env) as client:
+            await start_local_proxy(env, client, task.id)
     if needs_client(task):
         async with _client(env) as client:
-            await set_up_with(client, task, cache_dir)
+            await set_up_with(client, task, cache_dir, use_proxy=proxied(env))
 
 
 async def score(
@@ -53,7 +60,7 @@ async def score(
     if not task.evaluator:
         return None
     async with _client(env) as client:
-        return await score_with(client, task, cache_dir, last_action=last_action)
+        return await score_with(client, task, cache_dir, last_action=last_action, use_proxy=proxied(env))
 
 
 async def accessibility_tree(env: LocalEnvironment) -> str | None:

@@ -34,6 +34,9 @@ class TaskContext:
     screen_size: tuple[int, int] | None = None
     #: Host folders local files may come from; empty means the task's tree (see module doc).
     file_roots: tuple[Path, ...] = ()
+    #: OSWorld's proxy is set up for this task: Chrome launches get its --proxy-server,
+    #: getters see ``current_use_proxy`` (OSWorld's ``use_proxy``).
+    use_proxy: bool = False
 
     @property
     def task_id(self) -> str:

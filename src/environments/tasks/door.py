@@ -62,6 +62,11 @@ class DoorRoute:
     direct: bool = False
     #: Gives the desktop's network namespace (``/proc/PID/ns/net``), where its browser listens.
     netns: Callable[[], str] | None = None
+    #: Where a direct upstream's DevTools and VLC ports are (a fleet's forwarded ports differ).
+    chromium_port: int = 9222
+    vlc_port: int = 8080
+    #: Why a direct upstream's DevTools port cannot be used (blocked, not forwarded), if so.
+    browser_unreachable: str | None = None
 
 
 @runtime_checkable
@@ -80,21 +85,30 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
     if isinstance(target, Routed):
         route = target.door_route()
         if route.direct and route.token is None and not isinstance(route.upstream, str):
-            yield Endpoint(*route.upstream)
+            yield Endpoint(*route.upstream, chromium_port=route.chromium_port, vlc_port=route.vlc_port,
+                           browser_unreachable=route.browser_unreachable)
             return
         from environments.local.forward import TcpForwarder
 
         forwarder = TcpForwarder(route.upstream, token=route.token)
         browser = None if route.netns is None else TcpForwarder(("127.0.0.1", 9222), netns=route.netns)
+        vlc = None
+        if route.direct and not isinstance(route.upstream, str):
+            # A server that wants a token at a direct address: its other ports go through plain doors.
+            host = route.upstream[0]
+            browser = None if route.browser_unreachable else TcpForwarder((host, route.chromium_port))
+            vlc = TcpForwarder((host, route.vlc_port))
         try:
+            vlc_port = 8080 if vlc is None else vlc.port
             if browser is None:
-                yield Endpoint("127.0.0.1", forwarder.port, browser_unreachable=NO_BROWSER)
+                yield Endpoint("127.0.0.1", forwarder.port, vlc_port=vlc_port,
+                               browser_unreachable=route.browser_unreachable or NO_BROWSER)
             else:
-                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=browser.port)
+                yield Endpoint("127.0.0.1", forwarder.port, chromium_port=browser.port, vlc_port=vlc_port)
         finally:
-            forwarder.close()
-            if browser is not None:
-                browser.close()
+            for door_ in (forwarder, browser, vlc):
+                if door_ is not None:
+                    door_.close()
         return
     door = ClientDoor(target)
     await door.start()

@@ -23,9 +23,9 @@ from typing import Any
 from environments.tasks.client import TaskClient
 from environments.tasks.context import TaskContext
 from environments.tasks.door import Endpoint, reach
-from environments.tasks.errors import TaskRunError, UnsupportedGetter, UnsupportedMetric
+from environments.tasks.errors import TaskError, TaskRunError, UnsupportedGetter, UnsupportedMetric
 from environments.tasks.getters import OfficialEnv, get_state, getter_refusal, official_env
-from environments.tasks.model import MetricCall, OSWorldTask
+from environments.tasks.model import GetterSpec, MetricCall, OSWorldTask
 from environments.tasks.official import metric, unsupported_reason
 from environments.tasks.steps import check_steps, in_daemon_thread, run_steps
 
@@ -65,13 +65,27 @@ async def run_setup(target: TaskClient | Endpoint, ctx: TaskContext) -> None:
         await run_steps(endpoint, ctx.task.config, ctx, phase="setup")
 
 
+def _state(env: OfficialEnv, spec: GetterSpec | None, ctx: TaskContext, role: str) -> Any:
+    """A getter's state; its failure is one `TaskRunError` naming the task, the getter and the
+    cause (a missing result file stays FileNotFoundError: OSWorld scores it 0)."""
+    try:
+        return get_state(env, spec, ctx)
+    except TaskError:
+        raise
+    except Exception as exc:
+        if isinstance(exc, FileNotFoundError) and role == "result":
+            raise
+        kind = spec.type if spec is not None else None
+        raise TaskRunError(f"task {ctx.task_id}: getter {kind!r} ({role}) failed: {type(exc).__name__}: {exc}") from exc
+
+
 def _score(env: OfficialEnv, call: MetricCall, ctx: TaskContext) -> float:
     """One metric on its getters' states, as `DesktopEnv.evaluate` calls it (blocking)."""
     try:
-        result = get_state(env, call.result, ctx)
+        result = _state(env, call.result, ctx, "result")
     except FileNotFoundError:
         return 0.0
-    expected = get_state(env, call.expected, ctx)
+    expected = _state(env, call.expected, ctx, "expected")
     fn = metric(call.func).fn
     args: tuple[Any, ...] = (result,) if call.expected is None else (result, expected)
     try:

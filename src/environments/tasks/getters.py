@@ -79,6 +79,7 @@ def official_env(endpoint: Endpoint, ctx: TaskContext, setup_controller: Any = N
         chromium_port=endpoint.chromium_port,
         vlc_port=endpoint.vlc_port,
         cache_dir=str(ctx.cache_dir),
+        current_use_proxy=ctx.use_proxy,
     )
 
 

@@ -22,19 +22,21 @@ def needs_client(task: Task) -> bool:
     return bool(task.config or task.evaluator)
 
 
-def _context(task: Task, cache_dir: Path, password: str | None) -> TaskContext:
-    ctx = TaskContext(task=from_core_task(task), cache_dir=cache_dir)
+def _context(task: Task, cache_dir: Path, password: str | None, use_proxy: bool = False) -> TaskContext:
+    ctx = TaskContext(task=from_core_task(task), cache_dir=cache_dir, use_proxy=use_proxy)
     if password is not None:
         ctx.client_password = password  # fills OSWorld's {CLIENT_PASSWORD} placeholders
     return ctx
 
 
 async def set_up_with(
-    client: TaskClient | Endpoint, task: Task, cache_dir: Path, *, password: str | None = None
+    client: TaskClient | Endpoint, task: Task, cache_dir: Path, *, password: str | None = None,
+    use_proxy: bool = False,
 ) -> None:
-    """Run `task`'s setup steps through `client` (after checking its evaluator can run)."""
+    """Run `task`'s setup steps through `client` (after checking its evaluator can run);
+    `use_proxy` when OSWorld's proxy was set up for it (`environments.osworld.proxy`)."""
     if needs_client(task):
-        await run_setup(client, _context(task, cache_dir, password))
+        await run_setup(client, _context(task, cache_dir, password, use_proxy))
 
 
 async def score_with(
@@ -44,9 +46,10 @@ async def score_with(
     *,
     last_action: str | None,
     password: str | None = None,
+    use_proxy: bool = False,
 ) -> float | None:
     """`task`'s evaluator through `client`; None without one. `last_action` ``"fail"`` is OSWorld's FAIL."""
     if not task.evaluator:
         return None
-    ctx = _context(task, cache_dir, password)
+    ctx = _context(task, cache_dir, password, use_proxy)
     return await evaluate(client, ctx, last_action="FAIL" if last_action == "fail" else None)

@@ -36,6 +36,7 @@ from environments.tasks.model import SetupStep
 from environments.tasks.official import MissingScorer, python_controller_class, setup_controller_class
 
 __all__ = [
+    "OFFICIAL_THREAD",
     "REFUSED_STEPS",
     "UNTIL_LIMIT_S",
     "official_step_types",
@@ -46,6 +47,8 @@ __all__ = [
 
 T = TypeVar("T")
 
+#: The name of the threads OSWorld's own code runs in (its prints and logs can be told apart by it).
+OFFICIAL_THREAD = "osworld-official"
 #: How long a step with an ``until`` condition may repeat before the setup fails.
 UNTIL_LIMIT_S = 60.0
 _LOGGER = "desktopenv.setup"
@@ -180,7 +183,7 @@ async def in_daemon_thread(fn: Callable[[], T], *, limit: float | None = None, w
         else:
             loop.call_soon_threadsafe(deliver, value, None)
 
-    threading.Thread(target=work, name="osworld-official", daemon=True).start()
+    threading.Thread(target=work, name=OFFICIAL_THREAD, daemon=True).start()
     try:
         return await asyncio.wait_for(future, limit)
     except TimeoutError:
@@ -240,6 +243,7 @@ async def run_steps(
         await in_daemon_thread(functools.partial(_probe, controller), what=f"task {ctx.task_id}: {phase}")
     except TaskRunError as exc:
         raise TaskRunError(f"task {ctx.task_id}: {phase} failed: {exc}") from None
+    controller.use_proxy = ctx.use_proxy  # as `setup(config, use_proxy)` sets it (the probe reset it)
     for index, step in enumerate(steps):
         where = f"task {ctx.task_id}: {phase} step {index} ({step.type})"
         try:

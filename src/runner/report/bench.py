@@ -24,13 +24,18 @@ def bench_section(run_path: Path) -> str:
     if not isinstance(data, dict) or not isinstance(data.get("overall"), dict):
         return ""
     n = data.get("n", 0)
-    rows = [f"<tr><th>domain</th><th>tasks</th><th>selected (blind)</th><th>minimum + gain (oracle-filtered)</th>"
-            f"<th>mean of rollouts</th><th>pass@{n}</th><th>judge accuracy</th><th>judge subset</th></tr>"]
+    rows = ["<tr><th>domain</th><th>tasks scored</th><th>errored</th><th>selected (blind)</th>"
+            "<th>minimum + gain (oracle-filtered)</th><th>mean of rollouts</th>"
+            f"<th>pass@{n}</th><th>judge accuracy</th><th>judge subset</th><th>judge errors</th>"
+            "<th>critic errors</th></tr>"]
     groups = [*sorted((data.get("domains") or {}).items()), ("overall", data["overall"])]
     for name, g in groups:
-        rows.append(f"<tr><td>{escape(str(name))}</td><td>{g.get('tasks', 0)}</td><td>{_pct(g.get('selected'))}</td>"
-                    f"<td>{_pct(g.get('min_gain'))}</td><td>{_pct(g.get('mean_rollout'))}</td><td>{_pct(g.get('pass_at_n'))}</td>"
-                    f"<td>{_pct(g.get('judge_accuracy'))}</td><td>{g.get('judge_subset', 0)}</td></tr>")
+        rows.append(f"<tr><td>{escape(str(name))}</td><td>{g.get('tasks', 0)}</td><td>{g.get('errored', 0)}</td>"
+                    f"<td>{_pct(g.get('selected'))}</td><td>{_pct(g.get('min_gain'))}</td>"
+                    f"<td>{_pct(g.get('mean_rollout'))}</td><td>{_pct(g.get('pass_at_n'))}</td>"
+                    f"<td>{_pct(g.get('judge_accuracy'))}</td><td>{g.get('judge_subset', 0)}</td>"
+                    # A failed judge is an error of its own, never a pick that scored 0.
+                    f"<td>{g.get('judge_errors', 0)}</td><td>{g.get('critic_errors', 0)}</td></tr>")
     modules: dict[str, dict[str, Any]] = data.get("modules") or {}
     cost = ""
     if modules:
@@ -42,9 +47,12 @@ def bench_section(run_path: Path) -> str:
             lines.append(f"<tr><td>{label}</td>{cells}</tr>")
         cost = ("<h3>cost per module</h3><table>" + "".join(lines) + "</table><p><small>rollout: per rollout "
                 "(its agent's calls, wall time); other modules: per task.</small></p>")
+    errored = data["overall"].get("errored") or 0
+    note = (f"<p class=\"error\">{errored} errored tasks (setup or scorer failed) are left out of every rate, "
+            "not counted as 0: see errors above.</p>") if errored else ""
     legend = ("<p><small>selected: the judge's pick on every task (blind selection, what a deployment gets); "
               "minimum + gain: tasks whose rollouts all score alike count that score without a judge and the "
               "others the pick (oracle-filtered: the evaluator decides which tasks are judged, as Agent-S's "
               "released selection scripts report); mean of rollouts: one rollout's expected score; pass@N: "
               "the best rollout (an oracle).</small></p>")
-    return "<h2>benchmark</h2><table>" + "".join(rows) + "</table>" + legend + cost
+    return "<h2>benchmark</h2><table>" + "".join(rows) + "</table>" + legend + note + cost

@@ -17,6 +17,7 @@ from themis import load_verdict, summarize
 from ..comparability import label_fields, label_line, read_label
 from ..module_errors import ErrorTally, count_run
 from ..recording import RECORDING_ERROR_FILE, RECORDING_FILE
+from ..task_errors import TaskErrors, count_task_errors
 from .guide import GuideView, guide_view
 from .images import ImagePaths, step_images
 from .models import ModuleModels, module_models
@@ -87,6 +88,8 @@ class RunView:
     """A simulated fleet or simulated models made it (`environments.sim`, ``sim/`` models)."""
     errors: ErrorTally = field(default_factory=ErrorTally)
     """Records per module that say the module failed for good (`module_errors`)."""
+    task_errors: TaskErrors = field(default_factory=TaskErrors)
+    """Tasks scored, and tasks errored because a setup or scorer failed (`task_errors`)."""
     models: list[ModuleModels] = field(default_factory=list)
     """Each module's model, as configured and as called (`models`)."""
     scoring: str | None = None
@@ -203,6 +206,7 @@ def collect_run(layout: RunLayout) -> RunView:
     view = RunView(run_id=layout.run_id, path=layout.path, label=label, modules=module_totals(records))
     view.tasks = [_task(layout, t, records, label) for t in layout.task_ids()]
     view.errors = count_run(layout)
+    view.task_errors = count_task_errors(layout)
     if read_label(layout) is not None:
         view.scoring = label_line(layout)
         view.comparable = bool(label_fields(layout).get("leaderboard_comparable"))

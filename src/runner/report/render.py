@@ -15,6 +15,7 @@ from html import escape
 from core.llm import ModuleTotals
 
 from ..module_errors import ErrorTally
+from ..task_errors import TaskErrors, counts_line
 from .bench import bench_section
 from .collect import RolloutView, RunView, StepView, TaskView
 from .guide import render_guide
@@ -32,7 +33,8 @@ td,th{border:1px solid #ccc;padding:2px 8px;text-align:right} th:first-child,td:
 .rollout.chosen{border-color:#1a7f37;box-shadow:0 0 0 3px #1a7f3744}
 .badge{display:inline-block;padding:0 6px;border-radius:4px;font-weight:bold;font-size:12px}
 .mark{background:#1a7f37;color:#fff} .scripted{background:#b35900;color:#fff}
-.status-done{color:#1a7f37} .status-errored,.status-environment_lost{color:#c00}
+.status-done{color:#1a7f37}
+.status-errored,.status-environment_lost,.status-setup_failed{color:#c00}
 .step{border-top:1px solid #eee;margin-top:6px;padding-top:6px}
 .step code{background:#f3f3f3;padding:0 3px;word-break:break-all}
 .pics{display:flex;gap:4px;flex-wrap:wrap} .pics figure{margin:0;font-size:11px;color:#666}
@@ -75,26 +77,49 @@ def _models(rows: list[ModuleModels]) -> str:
     return "".join(out) + "</table>"
 
 
-def _errors(tally: ErrorTally) -> str:
-    """Failures per module, at the top of the page so they cannot be missed."""
-    calls = ", ".join(f"{escape(m)} {n}" for m, n in sorted(tally.failed_calls.items()))
+def _task_errors(errors: TaskErrors) -> str:
+    """Tasks whose setup or scorer failed: each errored rollout with its one-line cause."""
+    if not errors.errored:
+        return f"<p>{escape(counts_line(errors))}: no task's setup or scorer failed.</p>" if errors.run else ""
+    rows = ["<tr><th>task</th><th>rollout</th><th>outcome</th><th>cause</th></tr>"]
+    for task_id, by_k in sorted(errors.errored.items()):
+        for k, e in sorted(by_k.items()):
+            anchor = escape(f"task-{task_id}", quote=True)
+            rows.append(f'<tr class="error"><td><a href="#{anchor}">{escape(task_id)}</a></td><td>{k}</td>'
+                        f'<td>{escape(e.outcome)}</td><td style="text-align:left">{escape(e.reason)}</td></tr>')
+    return (f'<h3 class="error">{escape(counts_line(errors))}</h3><p>These tasks have no score: their setup or '
+            "their scorer failed, an error of the task or the environment, not of the agent. They are left out "
+            "of every rate (never counted as 0) and out of the OSWorld export.</p><table>" + "".join(rows)
+            + "</table>")
+
+
+def _errors(tally: ErrorTally, tasks: TaskErrors | None = None) -> str:
+    """Failures of tasks, then per module, at the top of the page so they cannot be missed."""
+    tasks = tasks or TaskErrors()
+    calls = ", ".join(f"{escape(m)} {n}" + (f" ({escape(tally.kind_text(m))})" if tally.kinds.get(m) else "")
+                      for m, n in sorted(tally.failed_calls.items()))
     calls_line = (f"<p class=\"error\">Model calls that failed for good (after retries), from the ledger: "
                   f"{calls}.</p>") if calls else ""
+    failures = [what for what, there in (("some tasks errored", tasks.errored), ("some modules failed", tally.failed),
+                                         ("some model calls failed", calls and not tally.failed)) if there]
+    head = (f'<h2 class="error">errors: {", ".join(failures)}</h2>' if failures else "<h2>errors</h2>")
     if not tally.failed:
-        head = "<h2 class=\"error\">errors: some model calls failed</h2>" if calls else "<h2>errors</h2>"
-        return (f'<section id="errors">{head}<p>No module record says it failed: every guide, narrator, '
-                f"judge, critic and policy record succeeded.</p>{calls_line}</section>")
-    rows = ["<tr><th>module</th><th>records</th><th>failed</th><th>share</th><th>first failure</th></tr>"]
-    for name, c in tally.counts.items():
-        if not c.total:
-            continue
-        klass = ' class="error"' if c.errors else ""
-        rows.append(f"<tr{klass}><td>{escape(name)}</td><td>{c.total}</td><td>{c.errors}</td><td>{c.share:.0%}</td>"
-                    f'<td style="text-align:left">{escape(c.first or "")}</td></tr>')
-    return ('<section id="errors"><h2 class="error">errors: some modules failed</h2>'
-            "<p>These records say a module's calls failed for good (after retries); such a step was not "
-            "guided, such a rollout not narrated, such a verdict not given.</p><table>" + "".join(rows)
-            + f"</table>{calls_line}</section>")
+        modules = ("<p>No module record says it failed: every guide, narrator, judge, critic and policy record "
+                   "succeeded.</p>")
+    else:
+        rows = ["<tr><th>module</th><th>records</th><th>failed</th><th>share</th><th>kinds of failed calls</th>"
+                "<th>first failure</th></tr>"]
+        for name, c in tally.counts.items():
+            if not c.total:
+                continue
+            klass = ' class="error"' if c.errors else ""
+            rows.append(f"<tr{klass}><td>{escape(name)}</td><td>{c.total}</td><td>{c.errors}</td>"
+                        f'<td>{c.share:.0%}</td><td style="text-align:left">{escape(tally.kind_text(name))}</td>'
+                        f'<td style="text-align:left">{escape(c.first or "")}</td></tr>')
+        modules = ("<p>These records say a module's calls failed for good (after retries); such a step was not "
+                   "guided, such a rollout not narrated, such a verdict not given.</p><table>" + "".join(rows)
+                   + "</table>")
+    return f'<section id="errors">{head}{_task_errors(tasks)}{modules}{calls_line}</section>'
 
 
 def _img(path: str | None, caption: str) -> str:
@@ -140,7 +165,9 @@ def _rollout(view: RolloutView, score: float | None) -> str:
         f"model <b>{escape(info.model if info else '?')}</b>, seed {info.seed if info else '?'}",
         f'outcome <b class="status-{escape(status)}">{escape(status)}</b>'
         + (f": {escape(info.reason)}" if info and info.reason else ""),
-        f"evaluator score: {'—' if score is None else f'{score:g}'} (reported only, never used to choose)",
+        f"evaluator score: {'—' if score is None else f'{score:g}'} (reported only, never used to choose)"
+        + (f' <span class="error"><b>scoring_failed</b>: {escape(info.score_error)}</span>'
+           if info and info.score_error else ""),
         f"{len(view.steps)} steps, {seconds}, {tokens} tokens, {_money(cost)}"
         + (f", {info.attempts} attempts" if info and info.attempts > 1 else "")
         + (f", on {escape(info.environment)}" if info and info.environment else ""),
@@ -176,6 +203,10 @@ def _task(view: TaskView) -> str:
     scores = result.scores if result else {}
     out = [f'<section class="task" id="task-{escape(view.task_id, quote=True)}"><h2>{escape(view.task_id)}</h2>',
            f"<p><b>instruction</b>: {escape(view.instruction)}</p>"]
+    if result is not None and result.errored:
+        causes = "; ".join(f"rollout {k} {e.outcome}: {e.reason}" for k, e in sorted(result.errors.items()))
+        out.append(f'<p class="error"><b>errored</b>: no score (left out of every rate, not counted as 0): '
+                   f"{escape(causes)}</p>")
     if result is not None:
         pass_n = "—" if result.pass_at_n is None else f"{result.pass_at_n:g}"
         chosen_score = "—" if result.selected_score is None else f"{result.selected_score:g}"
@@ -210,7 +241,8 @@ def render_report(view: RunView) -> str:
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>run {escape(view.run_id)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>run {escape(view.run_id)}</h1>{banner}{_errors(view.errors)}{_models(view.models)}"
+        f"<h1>run {escape(view.run_id)}</h1>{banner}{_errors(view.errors, view.task_errors)}"
+        f"{_models(view.models)}"
         f"{bench_section(view.path)}"
         f"<h2>per module, whole run</h2>{_modules(view.modules)}{body}</body></html>"
     )

@@ -11,19 +11,24 @@ request's `anthropic-version`, is checked by `fakeserver.strict`.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
-from ..profiles import THINKING_BUDGETS
+from ..profiles import THINKING_BUDGETS, resolve
+from ..retry import SPEND_LIMIT_CODES
 from ..scripted import Reply
 from ..types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
 from ._decode import decode_b64
 from .base import FakeServer, WireError
+from .schema_rules import check_anthropic_schema
 from .strict import check_anthropic
+from .thinking import anthropic_thinking_tokens
 
 __all__ = ["AnthropicServer"]
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+                403: "permission_error",
                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
                 529: "overloaded_error"}
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
@@ -51,6 +56,19 @@ def _blocks(content: Any) -> tuple[str | list[Part], bool]:
             raise WireError(400, f"unsupported content block: {kind!r}")
         cached = cached or "cache_control" in block
     return parts, cached
+
+
+def _forced_tool(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The tool a request forces (`tool_choice` {"type": "tool", "name": ...}), if any."""
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict) or choice.get("type") != "tool":
+        return None
+    given = body.get("tools")
+    tools: list[Any] = given if isinstance(given, list) else []
+    found = next((t for t in tools if isinstance(t, dict) and t.get("name") == choice.get("name")), None)
+    if found is None:
+        raise WireError(400, f"tool_choice: tool {choice.get('name')!r} is not in tools")
+    return found
 
 
 class AnthropicServer(FakeServer):
@@ -96,18 +114,60 @@ class AnthropicServer(FakeServer):
         )
         return messages, config
 
-    def render(self, body: Any, reply: Reply, usage: Usage) -> dict[str, Any]:
+    def reply_schema(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        profile = resolve(f"anthropic/{body.get('model')}")
+        given = body.get("output_config")
+        fmt = given.get("format") if isinstance(given, dict) else None
+        forced = _forced_tool(body)
+        if fmt is None and forced is None:
+            return None
+        if profile.structured not in ("anthropic", "anthropic_tool"):
+            raise WireError(400, "output_config.format: structured outputs are not supported for this model")
+        turns = body.get("messages") or []
+        if fmt is not None:
+            if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+                raise WireError(400, "output_config.format.type: Input should be 'json_schema'")
+            if turns and isinstance(turns[-1], dict) and turns[-1].get("role") == "assistant":
+                raise WireError(400, "output_config.format: structured outputs cannot be used with a prefilled "
+                                     "assistant turn")
+            return check_anthropic_schema(fmt.get("schema"), "output_config.format.schema")
+        assert forced is not None
+        schema = forced.get("input_schema")
+        if forced.get("strict"):
+            return check_anthropic_schema(schema, f"tools.{forced.get('name')}.input_schema")
+        return schema if isinstance(schema, dict) else None
+
+    def format_name(self, body: dict[str, Any]) -> str:
+        forced = _forced_tool(body)
+        return str(forced["name"]) if forced is not None else "reply"
+
+    def thinking(self, body: dict[str, Any], reply: Reply) -> int:
+        return anthropic_thinking_tokens(resolve(f"anthropic/{body['model']}"), body, reply)
+
+    def output_limit(self, body: dict[str, Any]) -> int | None:
+        return int(body["max_tokens"])
+
+    def render(self, body: Any, reply: Reply, usage: Usage, thinking: int) -> dict[str, Any]:
         fresh = max(usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens, 0)
-        # A thinking request is answered with a thinking block before the text, as the API does.
-        thinks = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in ("enabled", "adaptive")
-        thinking = [{"type": "thinking", "thinking": "(thought)", "signature": "local"}] if thinks else []
+        # The model thought: a thinking block comes before the text, its text omitted as by
+        # default on Claude 5.x (display "omitted").
+        blocks: list[dict[str, Any]] = [{"type": "thinking", "thinking": "", "signature": "local"}] if thinking else []
+        stop = "refusal" if reply.finish_reason == "refusal" else _STOP_REASONS.get(reply.finish_reason,
+                                                                                     reply.finish_reason)
+        forced = _forced_tool(body)
+        if forced is not None and reply.finish_reason == "stop":
+            # A forced tool's input is the answer, and the turn stops for the tool.
+            blocks.append({"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": forced["name"],
+                           "input": json.loads(reply.text)})
+            stop = "tool_use"
         return {
             "id": f"msg_{uuid.uuid4().hex[:24]}",
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": [*thinking, {"type": "text", "text": reply.text}],
-            "stop_reason": _STOP_REASONS.get(reply.finish_reason, reply.finish_reason),
+            "content": blocks if forced is not None and stop == "tool_use" else
+            [*blocks, *([{"type": "text", "text": reply.text}] if reply.text or not blocks else [])],
+            "stop_reason": stop,
             "stop_sequence": None,
             "usage": {
                 "input_tokens": fresh,
@@ -118,6 +178,11 @@ class AnthropicServer(FakeServer):
         }
 
     def error_body(self, status: int, message: str, code: str | None = None) -> dict[str, Any]:
+        if code in SPEND_LIMIT_CODES:
+            # A spend limit is a 429 rate_limit_error (402 for a linked organization) whose
+            # details name the cause; the SDK raises its own class for each code.
+            kind = _ERROR_TYPES.get(status, "api_error")
+            return {"type": "error", "error": {"type": kind, "message": message, "details": {"error_code": code}}}
         kind = code or _ERROR_TYPES.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
 

@@ -5,34 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Self
 
 from aiohttp import web
 
 from ..errors import ScriptError
 from ..scripted import Reply, Script, ScriptRequest, estimate_usage
+from ..structured import ReplyFormat
 from ..types import ChatMessage, GenerateConfig, Usage
+from .schema_rules import nonconformity
+from .thinking import spend
+from .wire import WireError
 
 __all__ = ["FakeServer", "SeenRequest", "WireError"]
 
 #: Enough for a few full-HD screenshots per request.
 MAX_BODY = 64 * 1024 * 1024
-
-
-class WireError(Exception):
-    """A request the real API would refuse; answered with `status` and the protocol's error
-    body (`code`, `param` and the error `kind` where the real body carries them)."""
-
-    def __init__(self, status: int, message: str, *, code: str | None = None, param: str | None = None,
-                 kind: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.param = param
-        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -79,6 +70,8 @@ class FakeServer(ABC):
         self.requests: list[SeenRequest] = []
         #: Requests refused by the protocol's rules, in order.
         self.refused: list[WireError] = []
+        #: Scripted replies that did not conform to the schema their request asked for.
+        self.nonconforming: list[str] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._runner: web.AppRunner | None = None
@@ -127,8 +120,25 @@ class FakeServer(ABC):
         """Read the request as the real API would; raise `WireError` where it would refuse."""
 
     @abstractmethod
-    def render(self, body: Any, reply: Reply, usage: Usage) -> dict[str, Any]:
-        """The protocol's success body."""
+    def render(self, body: Any, reply: Reply, usage: Usage, thinking: int) -> dict[str, Any]:
+        """The protocol's success body (`thinking`: the reasoning tokens within `usage`)."""
+
+    def reply_schema(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The JSON schema the request asks the reply in (`fakeserver.schema_rules`), after
+        refusing, with `WireError`, one the real service refuses; None: free text."""
+        return None
+
+    def format_name(self, body: dict[str, Any]) -> str:
+        """The name the request gives its reply format ("reply" where the protocol has none)."""
+        return "reply"
+
+    def thinking(self, body: dict[str, Any], reply: Reply) -> int:
+        """Tokens the model thinks before `reply` (`fakeserver.thinking`); none by default."""
+        return 0
+
+    def output_limit(self, body: dict[str, Any]) -> int | None:
+        """The request's output limit, thinking included (None: the model's own)."""
+        return None
 
     @abstractmethod
     def error_body(self, status: int, message: str, code: str | None = None) -> dict[str, Any]:
@@ -171,7 +181,12 @@ class FakeServer(ABC):
             if not isinstance(body, dict):
                 raise WireError(400, "the request body is not a JSON object")
             self.check(body, headers)
+            schema = self.reply_schema(body)
             messages, config = self.parse(body)
+            if schema is not None:  # scripts see what the request asked the reply in
+                name = self.format_name(body)
+                config = config.model_copy(update={"reply_format": ReplyFormat(
+                    name=name if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) else "reply", json_schema=schema)})
             reply = self.script.take(ScriptRequest(messages, config, f"http:{self.kind}"))
         except WireError as exc:
             self.refused.append(exc)
@@ -180,11 +195,11 @@ class FakeServer(ABC):
             return self._error(400, str(exc))
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        return self._respond(request, body, messages, reply)
+        return self._respond(request, body, messages, reply, schema)
 
     def _respond(self, request: web.Request, body: Any, messages: list[ChatMessage],
-                 reply: Reply) -> web.StreamResponse:
-        if isinstance(reply.error, int):
+                 reply: Reply, schema: dict[str, Any] | None = None) -> web.StreamResponse:
+        if isinstance(reply.error, int) and reply.fault != "html":
             headers = {"retry-after": str(reply.retry_after)} if reply.retry_after is not None else {}
             headers.update(reply.headers or {})
             return self._error(reply.error, reply.message or _DEFAULT_MESSAGES.get(reply.error, "error"),
@@ -199,9 +214,32 @@ class FakeServer(ABC):
             return web.Response(text='{"id": "trunc', content_type="application/json")
         if reply.fault == "empty":
             return web.json_response({})
+        if isinstance(reply.error, int) and reply.fault == "html":
+            page = (f"<!DOCTYPE html><html><head><title>{reply.error} Bad Gateway</title></head><body><center>"
+                    f"<h1>{reply.error} Bad Gateway</h1></center><hr><center>nginx</center>" + " " * 2000
+                    + "</body></html>")
+            return web.Response(status=reply.error, text=page, content_type="text/html")
         rules = self.script.image_rules or (self.kind if self.kind in ("openai", "anthropic") else None)
-        usage = reply.usage or estimate_usage(messages, reply.text, rules)  # type: ignore[arg-type]
-        return web.json_response(self.render(body, reply, usage))
+        written = reply.refusal or reply.text if reply.finish_reason == "refusal" else reply.text
+        usage = reply.usage or estimate_usage(messages, written, rules)  # type: ignore[arg-type]
+        thought = 0
+        if reply.usage is None and reply.finish_reason == "stop":
+            spent = spend(reply.text, self.thinking(body, reply), self.output_limit(body))
+            thought = spent.thinking
+            usage = usage.model_copy(update={"output_tokens": spent.thinking + spent.text_tokens})
+            if spent.cut:
+                reply = replace(reply, text=spent.text, finish_reason="length")
+        if schema is not None and reply.finish_reason == "stop":
+            problem = nonconformity(schema, reply.text)
+            if problem is not None:
+                # The real service answers a structured request only in its schema: a script
+                # that does not is a broken test, failed loudly (and by `assert_done`).
+                message = (f"script {self.script.name!r}: the scripted reply does not conform to the schema "
+                           f"its request asked for ({problem}): {reply.text[:120]!r}")
+                self.nonconforming.append(message)
+                self.script.overruns.append(message)
+                return self._error(400, message)
+        return web.json_response(self.render(body, reply, usage, thought))
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None,
                code: str | None = None) -> web.Response:

@@ -8,16 +8,20 @@ reasons) or OpenAI's error body. The SDK's base URL is `server.base_url` (ends i
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any, Literal
 
-from ..retry import decide_status
+from ..profiles import resolve
+from ..retry import SPEND_LIMIT_CODES, decide_status
 from ..scripted import Reply
 from ..types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
 from ._decode import decode_data_url
 from .base import FakeServer, WireError
+from .schema_rules import check_openai_schema, check_valid_schema
 from .strict import check_openai
+from .thinking import openai_reasoning_tokens
 
 __all__ = ["OpenAIServer"]
 
@@ -83,7 +87,49 @@ class OpenAIServer(FakeServer):
         )
         return messages, config
 
-    def render(self, body: Any, reply: Reply, usage: Usage) -> dict[str, Any]:
+    def reply_schema(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        profile = resolve(f"{self.provider}/{body.get('model')}")
+        if self.provider == "vllm":
+            given = body.get("structured_outputs")
+            constraints = given if isinstance(given, dict) else {}
+            kinds = [k for k in ("json", "regex", "choice") if constraints.get(k) is not None]
+            if len(kinds) > 1:
+                raise WireError(400, "You can only use one kind of constraints for structured outputs "
+                                "('json', 'regex' or 'choice').")
+            if "json" in kinds:
+                schema = constraints["json"]
+                schema = json.loads(schema) if isinstance(schema, str) else schema
+                check_valid_schema(schema, "structured_outputs.json")
+                return schema  # type: ignore[no-any-return]
+        wanted = body.get("response_format")
+        if not isinstance(wanted, dict) or wanted.get("type") != "json_schema":
+            return None
+        if profile.structured == "none":
+            raise WireError(400, f"Invalid parameter: 'response_format' of type 'json_schema' is not supported "
+                            f"with model {body.get('model')}.", param="response_format", code="invalid_parameter")
+        if self.provider in ("openai", "openrouter"):
+            return check_openai_schema(wanted)
+        found = wanted.get("json_schema")
+        spec: dict[str, Any] = found if isinstance(found, dict) else {}
+        schema = spec.get("schema")
+        check_valid_schema(schema, "response_format.json_schema.schema")
+        return schema  # type: ignore[no-any-return]
+
+    def format_name(self, body: dict[str, Any]) -> str:
+        wanted = body.get("response_format")
+        spec = wanted.get("json_schema") if isinstance(wanted, dict) else None
+        name = spec.get("name") if isinstance(spec, dict) else None
+        return name if isinstance(name, str) and name else "reply"
+
+    def thinking(self, body: dict[str, Any], reply: Reply) -> int:
+        return openai_reasoning_tokens(resolve(f"{self.provider}/{body['model']}"), body, reply)
+
+    def output_limit(self, body: dict[str, Any]) -> int | None:
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        return int(limit) if isinstance(limit, int) else None
+
+    def render(self, body: Any, reply: Reply, usage: Usage, thinking: int) -> dict[str, Any]:
+        refused = reply.finish_reason == "refusal"
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion",
@@ -92,16 +138,19 @@ class OpenAIServer(FakeServer):
             "system_fingerprint": "fp_local",
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.text, "refusal": None},
+                # A refusal comes in its own field with no content, and the reply stops normally.
+                "message": {"role": "assistant", "content": None if refused else reply.text,
+                            "refusal": (reply.refusal or reply.text) if refused else None},
                 "logprobs": None,
-                "finish_reason": reply.finish_reason,
+                "finish_reason": "stop" if refused else reply.finish_reason,
             }],
             "usage": {
                 "prompt_tokens": usage.input_tokens,
                 "completion_tokens": usage.output_tokens,
                 "total_tokens": usage.input_tokens + usage.output_tokens,
-                "prompt_tokens_details": {"cached_tokens": usage.cached_tokens, "audio_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                "prompt_tokens_details": {"cached_tokens": usage.cached_tokens, "audio_tokens": 0,
+                                          "cache_write_tokens": usage.cache_write_tokens},
+                "completion_tokens_details": {"reasoning_tokens": thinking, "audio_tokens": 0,
                                               "accepted_prediction_tokens": 0,
                                               "rejected_prediction_tokens": 0},
             },
@@ -112,6 +161,8 @@ class OpenAIServer(FakeServer):
         code = code or ("context_length_exceeded" if decision.reason == "context_length" else None)
         kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
         kind = code if code == "insufficient_quota" else kind  # OpenAI sends it as both type and code
+        if code in (*SPEND_LIMIT_CODES, "credit_balance_exhausted", "organization_usage_limit_exceeded"):
+            kind = "insufficient_quota"  # billing errors keep the broad type, the code names the cause
         return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
     def refusal_body(self, error: WireError) -> dict[str, Any]:

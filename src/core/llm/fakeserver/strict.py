@@ -7,6 +7,8 @@ status, `type`, `code` and `param`. Protocol-wide rules that are no model's prop
 here, each with its source:
 
 - Anthropic: at most 4 `cache_control` breakpoints per request (prompt caching docs);
+  tool_choice `any` / `tool` refused while the model thinks, also by default (extended
+  thinking docs, "tool use with thinking"; Claude Opus 5.5 notes);
   the `anthropic-version` header is required (API versioning docs); with more than 20
   images each side must be at most 2000 px (vision docs).
 - OpenAI: `max_tokens` is refused by reasoning models, which take `max_completion_tokens`
@@ -134,13 +136,22 @@ def check_anthropic(body: dict[str, Any], headers: dict[str, str]) -> None:
 
 
 def _check_thinking(profile: Profile, body: dict[str, Any]) -> None:
-    thinking = body.get("thinking")
+    found = body.get("thinking")
+    thinking: dict[str, Any] = found if isinstance(found, dict) else {}
     effort = (body.get("output_config") or {}).get("effort") if isinstance(body.get("output_config"), dict) else None
     if effort is not None and profile.efforts and effort not in profile.efforts:
         raise _bad(f"output_config.effort: Input should be {', '.join(map(repr, profile.efforts))}")
-    if not isinstance(thinking, dict) or thinking.get("type") == "disabled":
+    kind = thinking.get("type") if found is not None else None
+    if kind == "disabled" and not profile.thinking_off:
+        raise _bad('"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" '
+                   'and "output_config.effort" to control thinking behavior.')
+    thinks = kind in ("enabled", "adaptive") or (kind is None and profile.thinks_by_default)
+    forced = body.get("tool_choice")
+    choice: dict[str, Any] = forced if isinstance(forced, dict) else {}
+    if thinks and choice.get("type") in ("any", "tool"):
+        raise _bad("Thinking may not be enabled when tool_choice forces tool use.")
+    if kind is None or kind == "disabled":
         return
-    kind = thinking.get("type")
     if profile.reasoning == "none":
         raise _bad("thinking: this model does not support thinking")
     if kind == "enabled":

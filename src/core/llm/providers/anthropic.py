@@ -15,7 +15,7 @@ from typing import Any
 
 import anthropic
 
-from ..errors import MalformedReplyError
+from ..errors import MalformedReplyError, RefusalError, status_line
 from ..profiles import (
     THINKING_BUDGETS,
     UnsupportedSettingError,
@@ -25,6 +25,7 @@ from ..profiles import (
 )
 from ..provider import ModelAPI, rate_limit_headers, resolve_api_key
 from ..retry import RetryDecision, decide_status, parse_retry_after
+from ..structured import ReplyFormat, for_provider
 from ..types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Usage
 
 __all__ = ["THINKING_BUDGETS", "AnthropicAPI", "to_anthropic"]
@@ -34,7 +35,7 @@ DEFAULT_MAX_TOKENS = 4096
 #: The API accepts at most this many cache breakpoints per request.
 MAX_BREAKPOINTS = 4
 _EPHEMERAL = {"type": "ephemeral"}
-_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "stop"}
 
 
 def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
@@ -87,7 +88,9 @@ class AnthropicAPI(ModelAPI):
         """The keyword arguments of `messages.create` for this call."""
         profile = self.profile
         thinking = anthropic_thinking(profile, config.reasoning_effort, config.max_tokens or DEFAULT_MAX_TOKENS)
-        found = problems(profile, config, thinking="thinking" in thinking)
+        kind = thinking.get("thinking", {}).get("type")
+        thinks = kind in ("enabled", "adaptive") or (kind is None and profile.thinks_by_default)
+        found = problems(profile, config, thinking=thinks)
         if found:
             raise UnsupportedSettingError(f"{found[0]}; remove it from the config")
         system, turns = to_anthropic(messages)
@@ -96,47 +99,78 @@ class AnthropicAPI(ModelAPI):
             params["system"] = system
         if config.stop:
             params["stop_sequences"] = list(config.stop)
-        sampling = sampling_params(profile, config, thinking="thinking" in thinking)
+        sampling = sampling_params(profile, config, thinking=thinks)
         if sampling:
             # The 2.x SDK has no sampling arguments; only older API versions take them.
             params["extra_body"] = sampling
+        if config.reply_format is not None and profile.structured != "none":
+            self.add_format(params, config.reply_format, profile.structured, thinks=thinks)
         return params
 
+    def add_format(self, params: dict[str, Any], fmt: ReplyFormat, mechanism: str, *, thinks: bool) -> None:
+        """Claude's structured outputs: `output_config.format`, or a forced strict tool (which
+        the API refuses while the model thinks)."""
+        schema = for_provider(fmt.json_schema, mechanism)
+        if mechanism == "anthropic":
+            params["output_config"] = {**params.get("output_config", {}),
+                                       "format": {"type": "json_schema", "schema": schema}}
+        elif mechanism == "anthropic_tool":
+            if thinks:
+                raise UnsupportedSettingError(f"{self.name} thinks, and a forced tool cannot be used while it "
+                                              "does; set structured: anthropic for this model")
+            tool: dict[str, Any] = {"name": fmt.name, "input_schema": schema, "strict": True}
+            if fmt.description:
+                tool["description"] = fmt.description
+            params.update(tools=[tool], tool_choice={"type": "tool", "name": fmt.name})
+        else:
+            raise UnsupportedSettingError(f"{self.name} speaks the Messages API; structured outputs "
+                                          f"{mechanism!r} belong to another protocol (set structured: anthropic)")
+
     async def generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+        params = self.request(messages, config)
+        structured = "tool_choice" in params or "format" in params.get("output_config", {})
         try:
-            raw = await self.client.messages.with_raw_response.create(**self.request(messages, config))
+            raw = await self.client.messages.with_raw_response.create(**params)
             response = await raw.parse()
         except json.JSONDecodeError as exc:
             raise MalformedReplyError(f"the reply body is not valid JSON ({exc})") from exc
-        return self.parse(response).model_copy(update={"rate_headers": rate_limit_headers(raw.headers)})
+        return self.parse(response, structured=structured).model_copy(
+            update={"rate_headers": rate_limit_headers(raw.headers)})
 
-    def parse(self, response: Any) -> ModelOutput:
+    def parse(self, response: Any, *, structured: bool = False) -> ModelOutput:
         """Validate the reply ourselves: the SDK accepts even `{}`."""
         content = getattr(response, "content", None)
         usage = getattr(response, "usage", None)
         if not isinstance(content, list) or usage is None:
             raise MalformedReplyError("the reply has no content or usage (empty or malformed body)")
-        # Separate text blocks are separate paragraphs (e.g. around a tool call or thinking).
+        # Separate text blocks are separate paragraphs (e.g. around a tool call or thinking);
+        # a forced tool's input is the structured reply.
         text = "\n".join(getattr(b, "text", "") or "" for b in content if getattr(b, "type", None) == "text")
+        called = [b for b in content if getattr(b, "type", None) == "tool_use"]
+        if structured and called and not text:
+            text = json.dumps(getattr(called[0], "input", None), ensure_ascii=False)
         fresh = int(getattr(usage, "input_tokens", 0) or 0)
         read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
         written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+        spent = Usage(input_tokens=fresh + read + written, cached_tokens=read, cache_write_tokens=written,
+                      output_tokens=int(getattr(usage, "output_tokens", 0) or 0))
         stop = getattr(response, "stop_reason", None)
-        return ModelOutput(
-            text=text,
-            model=str(getattr(response, "model", None) or self.model),
-            usage=Usage(input_tokens=fresh + read + written, cached_tokens=read,
-                        cache_write_tokens=written,
-                        output_tokens=int(getattr(usage, "output_tokens", 0) or 0)),
-            finish_reason=_STOP_REASONS.get(stop, stop) if stop else None,
-        )
+        if stop == "refusal":
+            said = " ".join(text.split())[:200]
+            raise RefusalError("the model refused to answer (stop_reason: refusal)"
+                               + (f"; it wrote: {said}" if said else ""), usage=spent)
+        return ModelOutput(text=text, model=str(getattr(response, "model", None) or self.model), usage=spent,
+                           finish_reason=_STOP_REASONS.get(stop, stop) if stop else None, structured=structured)
 
     def classify(self, error: BaseException) -> RetryDecision:
         if isinstance(error, anthropic.APIStatusError):
             body: dict[str, Any] = error.body if isinstance(error.body, dict) else {}
             found = body.get("error")
             detail: dict[str, Any] = found if isinstance(found, dict) else {}
-            text = f"{error.message} {detail.get('type') or ''} {detail.get('message') or ''}"
+            found_details = detail.get("details")
+            details: dict[str, Any] = found_details if isinstance(found_details, dict) else {}
+            code = getattr(error, "error_code", None) or details.get("error_code") or ""
+            text = f"{error.message} {detail.get('type') or ''} {code} {detail.get('message') or ''}"
             return decide_status(error.status_code, text, parse_retry_after(error.response.headers))
         if isinstance(error, anthropic.APITimeoutError):
             return RetryDecision.transient("timeout")
@@ -145,6 +179,11 @@ class AnthropicAPI(ModelAPI):
         if isinstance(error, anthropic.APIResponseValidationError):
             return RetryDecision.transient("malformed")  # a garbled body is the wire's fault: ask again
         return super().classify(error)
+
+    def describe(self, error: BaseException) -> str:
+        if isinstance(error, anthropic.APIStatusError):
+            return status_line(error.status_code, error.body, error.message)
+        return super().describe(error)
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -12,10 +12,11 @@ from typing import Any, ClassVar
 
 import openai
 
-from ..errors import MalformedReplyError
+from ..errors import MalformedReplyError, RefusalError, status_line
 from ..profiles import UnsupportedSettingError, problems, sampling_params
 from ..provider import ModelAPI, rate_limit_headers, resolve_api_key
 from ..retry import RetryDecision, decide_status, parse_retry_after
+from ..structured import ReplyFormat, for_provider
 from ..types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Usage
 
 __all__ = ["OpenAIAPI", "to_openai_messages"]
@@ -76,23 +77,48 @@ class OpenAIAPI(ModelAPI):
             params[profile.token_field] = config.max_tokens
         if config.reasoning_effort is not None and profile.reasoning != "none":
             self.add_reasoning(params, config.reasoning_effort)
+        if config.reply_format is not None and profile.structured != "none":
+            self.add_format(params, config.reply_format, profile.structured)
         return params
 
     def announces_rate_limits(self) -> bool:
         return self.provider == "openai" and (self.base_url is None or "api.openai.com" in self.base_url)
 
+    def add_format(self, params: dict[str, Any], fmt: ReplyFormat, mechanism: str) -> None:
+        """Ask for a reply in `fmt` the way `mechanism` does (`core.llm.structured`)."""
+        schema = for_provider(fmt.json_schema, mechanism)
+        spec: dict[str, Any] = {"name": fmt.name, "schema": schema}
+        if fmt.description:
+            spec["description"] = fmt.description
+        if mechanism == "openai_strict":
+            params["response_format"] = {"type": "json_schema", "json_schema": {**spec, "strict": True}}
+        elif mechanism == "json_schema":
+            params["response_format"] = {"type": "json_schema", "json_schema": spec}
+        elif mechanism == "vllm":
+            params.setdefault("extra_body", {})["structured_outputs"] = {"json": schema}
+        elif mechanism == "guided_json":
+            params.setdefault("extra_body", {})["guided_json"] = schema
+        else:
+            raise UnsupportedSettingError(f"{self.name} speaks Chat Completions; structured outputs "
+                                          f"{mechanism!r} belong to another protocol (set structured: "
+                                          "openai_strict or json_schema for this model)")
+
     def add_reasoning(self, params: dict[str, Any], effort: str) -> None:
         params["reasoning_effort"] = effort
 
     async def generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+        params = self.request(messages, config)
+        structured = "response_format" in params or bool(
+            {"structured_outputs", "guided_json"} & set(params.get("extra_body") or {}))
         try:
-            raw = await self.client.chat.completions.with_raw_response.create(**self.request(messages, config))
+            raw = await self.client.chat.completions.with_raw_response.create(**params)
             response = raw.parse()
         except json.JSONDecodeError as exc:
             raise MalformedReplyError(f"the reply body is not valid JSON ({exc})") from exc
-        return self.parse(response).model_copy(update={"rate_headers": rate_limit_headers(raw.headers)})
+        return self.parse(response, structured=structured).model_copy(
+            update={"rate_headers": rate_limit_headers(raw.headers)})
 
-    def parse(self, response: Any) -> ModelOutput:
+    def parse(self, response: Any, *, structured: bool = False) -> ModelOutput:
         """Validate the reply ourselves: the SDK accepts even `{}`."""
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list) or not choices:
@@ -101,20 +127,24 @@ class OpenAIAPI(ModelAPI):
         content = getattr(message, "content", None)
         if message is None or not isinstance(content, (str, type(None))):
             raise MalformedReplyError("the reply's first choice has no message")
-        if content is None:
-            content = getattr(message, "refusal", None) or ""
         usage = getattr(response, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None)
-        return ModelOutput(
-            text=content,
-            model=str(getattr(response, "model", None) or self.model),
-            usage=Usage(
-                input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                cached_tokens=int(getattr(details, "cached_tokens", 0) or 0),
-            ),
-            finish_reason=getattr(choices[0], "finish_reason", None),
+        spent = Usage(
+            input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cached_tokens=int(getattr(details, "cached_tokens", 0) or 0),
+            # GPT-5.6 and later bill prompt-cache writes at their own rate (1.25x input).
+            cache_write_tokens=int(getattr(details, "cache_write_tokens", 0) or 0),
         )
+        refusal = getattr(message, "refusal", None)
+        if isinstance(refusal, str) and refusal.strip():
+            raise RefusalError(f"the model refused to answer: {' '.join(refusal.split())[:200]}", usage=spent)
+        finish = getattr(choices[0], "finish_reason", None)
+        if finish == "content_filter":
+            raise RefusalError("the provider's content filter stopped the reply (finish_reason: content_filter)",
+                               kind="content_filter", usage=spent)
+        return ModelOutput(text=content or "", model=str(getattr(response, "model", None) or self.model),
+                           usage=spent, finish_reason=finish, structured=structured)
 
     def classify(self, error: BaseException) -> RetryDecision:
         if isinstance(error, openai.APIStatusError):
@@ -130,6 +160,11 @@ class OpenAIAPI(ModelAPI):
         if isinstance(error, openai.APIResponseValidationError):
             return RetryDecision.transient("malformed")  # a garbled body is the wire's fault: ask again
         return super().classify(error)
+
+    def describe(self, error: BaseException) -> str:
+        if isinstance(error, openai.APIStatusError):
+            return status_line(error.status_code, error.body, error.message)
+        return super().describe(error)
 
     async def aclose(self) -> None:
         await self.client.close()

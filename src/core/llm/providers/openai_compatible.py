@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..structured import ReplyFormat
 from .openai import OpenAIAPI
 
 __all__ = ["VLLMAPI", "GeminiAPI", "OpenRouterAPI"]
@@ -38,3 +39,8 @@ class OpenRouterAPI(OpenAIAPI):
     def add_reasoning(self, params: dict[str, Any], effort: str) -> None:
         # OpenRouter normalises reasoning settings under one object across its providers.
         params.setdefault("extra_body", {})["reasoning"] = {"effort": effort}
+
+    def add_format(self, params: dict[str, Any], fmt: ReplyFormat, mechanism: str) -> None:
+        super().add_format(params, fmt, mechanism)
+        # Route only to upstream providers that honour the schema, never to one that ignores it.
+        params.setdefault("extra_body", {}).setdefault("provider", {})["require_parameters"] = True
