@@ -120,11 +120,15 @@ def _drive(command: list[str], log: Path, run: Path, rollouts: int, *, kill_when
                   rss_growth_per_1000_rollouts_mib=growth)
 
 
-def _run_or_reuse(args: argparse.Namespace, out: Path, run_id: str, *extra: str) -> Driver:
-    """Run `run_id` (its driver's cost kept in ``<run>-driver.json``), or read both back with --reuse."""
+def _run_or_reuse(args: argparse.Namespace, out: Path, run_id: str, *extra: str) -> Driver | None:
+    """Run `run_id` (its driver's cost kept in ``<run>-driver.json``), or read both back with --reuse;
+    a finished run without that record (its driver was not watched) is read without a driver's cost."""
     saved = out / f"{run_id}-driver.json"
     if args.reuse and saved.exists():
         return Driver(**json.loads(saved.read_text()))
+    if args.reuse and (out / run_id / "summary.json").exists():
+        print(f"{run_id}: reused without its driver's cost (no {saved.name})", flush=True)
+        return None
     driver = _drive(_command(args, out, run_id, *extra), out / f"{run_id}.log", out / run_id, args.rollouts)
     saved.write_text(json.dumps(asdict(driver)))
     return driver
@@ -196,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         "paper_reported": PAPER, "resume": resumed}, indent=1, default=str))
     print(report)
     print(f"written: {out / 'sim_scale.json'}")
-    return 0 if paced_driver.returncode == 0 else 1
+    return 0 if paced_driver is None or paced_driver.returncode == 0 else 1
 
 
 def _summary(fig: RunFigures | None, driver: Driver | None) -> dict[str, Any]:
@@ -217,7 +221,7 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _report(paced: RunFigures, pd: Driver, blind: RunFigures | None, bd: Driver | None,
+def _report(paced: RunFigures, pd: Driver | None, blind: RunFigures | None, bd: Driver | None,
             replay: dict[str, float], replay_waits: dict[str, float], resumed: dict[str, Any] | None) -> str:
     rows: list[tuple[str, str, str]] = []
 
@@ -251,19 +255,32 @@ def _report(paced: RunFigures, pd: Driver, blind: RunFigures | None, bd: Driver 
         f"{paced.fleet.get('launches', 0)} / {paced.fleet.get('capacity_errors', 0)} / {paced.fleet.get('losses', 0)}",
         f"{blind.fleet.get('launches', 0)} / {blind.fleet.get('capacity_errors', 0)} / {blind.fleet.get('losses', 0)}"
         if blind else "")
-    lag, judge = paced.last_step_to_pick, paced.judge_seconds
-    row("last step -> pick, median / p90 / max", f"{_pct(lag, .5):.0f} / {_pct(lag, .9):.0f} / {max(lag, default=0):.0f} s")
-    row("  its judge call, median / p90 / max", f"{_pct(judge, .5):.0f} / {_pct(judge, .9):.0f} / {max(judge, default=0):.0f} s")
-    ratios = [a / b for a, b in zip(lag, judge, strict=True) if b > 0]
-    row("  last step -> pick / judge call, median", f"{statistics.median(ratios):.3f}" if ratios else "-")
-    per_k = max(paced.rollouts / 1000, 1e-9)
-    row("driver CPU per 1,000 rollouts (real)", f"{pd.cpu_seconds / per_k:.0f} s",
-        f"{bd.cpu_seconds / max(blind.rollouts / 1000, 1e-9):.0f} s" if bd and blind else "")
-    row("driver peak memory (real)", f"{pd.peak_rss_mib:.0f} MiB", f"{bd.peak_rss_mib:.0f} MiB" if bd else "")
-    growth = pd.rss_growth_per_1000_rollouts_mib
-    row("  its growth per 1,000 rollouts (real)", f"{growth:.0f} MiB" if growth is not None else "-",
-        f"{bd.rss_growth_per_1000_rollouts_mib:.0f} MiB" if bd and bd.rss_growth_per_1000_rollouts_mib else "")
-    row("driver real time (shared machine)", f"{pd.real_seconds / 60:.1f} min", f"{bd.real_seconds / 60:.1f} min" if bd else "")
+    def spread(values: list[float]) -> str:
+        return f"{_pct(values, .5):.0f} / {_pct(values, .9):.0f} / {max(values, default=0):.0f} s"
+
+    def ratio(fig: RunFigures) -> str:
+        ratios = [a / b for a, b in zip(fig.last_step_to_pick, fig.judge_seconds, strict=True) if b > 0]
+        return f"{statistics.median(ratios):.3f}" if ratios else "-"
+
+    row("last step -> pick, median / p90 / max", spread(paced.last_step_to_pick),
+        spread(blind.last_step_to_pick) if blind else "")
+    row("  its judge call, median / p90 / max", spread(paced.judge_seconds), spread(blind.judge_seconds) if blind else "")
+    row("  last step -> pick / judge call, median", ratio(paced), ratio(blind) if blind else "")
+    def cpu(driver: Driver | None, fig: RunFigures | None) -> str:
+        if driver is None or fig is None:
+            return "not measured"
+        return f"{driver.cpu_seconds / max(fig.rollouts / 1000, 1e-9):.0f} s"
+
+    def growth(driver: Driver | None) -> str:
+        value = driver.rss_growth_per_1000_rollouts_mib if driver else None
+        return f"{value:.0f} MiB" if value is not None else "-"
+
+    row("driver CPU per 1,000 rollouts (real)", cpu(pd, paced), cpu(bd, blind) if blind else "")
+    row("driver peak memory (real)", f"{pd.peak_rss_mib:.0f} MiB" if pd else "not measured",
+        f"{bd.peak_rss_mib:.0f} MiB" if bd else "")
+    row("  its growth per 1,000 rollouts (real)", growth(pd), growth(bd) if bd else "")
+    row("driver real time (shared machine)", f"{pd.real_seconds / 60:.1f} min" if pd else "not measured",
+        f"{bd.real_seconds / 60:.1f} min" if bd else "")
     lines = [f"{a:<48}{b:>26}{c:>26}" for a, b, c in rows]
     lines += ["", "the paper's pipeline, replayed from the paced run's own durations (SIMULATED) beside what the paper reports:",
               f"{'':<30}{'replayed':>12}{'+ harness waits':>17}{'paper reported':>16}"]
