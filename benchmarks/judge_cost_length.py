@@ -80,7 +80,7 @@ async def main(args: argparse.Namespace) -> list[dict[str, Any]]:
                 policy = await stack.enter_async_context(OpenAIServer(
                     Script(f"length-policy-{length}", [long_plan(length)] * 100_000), api_key=judge_cost.KEY))
                 run = await judge_cost.wide_run(root / "runs", pool, TASK, args.rollouts, f"len{length}", {},
-                                                policy.base_url, judge.base_url)
+                                                policy.base_url, judge.base_url, max_steps=length + 1)
                 judge_cost._EXTRA_OUTPUT["tokens"] = args.reasoning_tokens
                 reasoning = judge_cost.configuration("r", [run], args.model, args.model, args.model, prices)
                 judge_cost._EXTRA_OUTPUT["tokens"] = 0
