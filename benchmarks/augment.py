@@ -38,8 +38,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from bjudge import AugmentConfig, FrameMemo, augment
-from bjudge.png import DEFLATE_BACKEND
 from core.images import encode_png
+from core.png import DEFLATE_BACKEND
 from core.trajectory import PointerEvent
 
 GOAL_MS = 20.0

@@ -28,8 +28,8 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from core.llm import ChatMessage, ChatModel, GenerateConfig, Reply, Script
+from core.ocr import OcrUnavailableError, make_ocr
 from gprm import LocalUIParser, propose_candidates
-from gprm.ocr import OcrUnavailableError, make_ocr
 
 SIZE = (1920, 1080)
 WORDS = ("invoice total amount shipping address customer order number delivery status pending "

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from core.llm import Ledger, Reply, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Step
 from environments.local.kind import LocalSettings
 from runner.config import load_run_config
@@ -40,6 +39,7 @@ from runner.environments import EnvironmentPool, open_pool
 from runner.models import build_models
 from runner.strategy import SingleRollout, TaskRun
 from runner.tasks import resolve_task
+from testing.llm import OpenAIServer
 
 KEY = "sk-bench"
 TASK = "mousepad-append-line"

@@ -43,7 +43,6 @@ from typing import Any
 import yaml
 
 from core.llm import Ledger, PriceTable, Script, Usage
-from core.llm.fakeserver import OpenAIServer
 from core.llm.records import CallRecord
 from core.llm.scripted import IMAGE_RULES_ENV
 from core.trajectory import RunLayout
@@ -56,6 +55,7 @@ from runner.models import build_models
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
+from testing.llm import OpenAIServer
 
 KEY = "sk-bench"
 CHEAP_PRESET = Path(__file__).parents[1] / "presets" / "judge-cheap.yaml"

@@ -9,6 +9,9 @@ prints are measured in one run instead of divided by remembered figures. Per req
   saved as PNG at Pillow's default level to a file, and the file sent back.
 - ``POST /execute``: ``subprocess.run(command, capture_output, text, timeout=120)``, so a
   pyautogui action is a fresh interpreter importing pyautogui with its default 0.1 s pause.
+- ``GET /terminal``: OSWorld's quick check through pyatspi (imported once, as its server
+  does): a terminal's text is looked for only when gnome-terminal has an active window; with
+  none, ``{"output": null}``. Without pyatspi (a host interpreter) it is not served.
 
 OSWorld's image ships gnome-screenshot, which makes pyscreeze grab through Pillow; this
 desktop may lack it, so the reference tells pyscreeze to take that same path.
@@ -31,6 +34,11 @@ import numpy as np
 import pyautogui
 import pyscreeze
 from PIL import Image
+
+try:
+    import pyatspi
+except ImportError:  # a virtualenv without Debian's GObject bindings: no /terminal
+    pyatspi = None
 
 pyautogui.PAUSE = 0  # OSWorld's server sets this for its own process (not for /execute children)
 pyscreeze.GNOMESCREENSHOT_EXISTS = True  # the grab path OSWorld's image takes (see above)
@@ -98,6 +106,17 @@ def execute(data: dict[str, object]) -> dict[str, object]:
     }
 
 
+def terminal() -> dict[str, object]:
+    """OSWorld's /terminal when no gnome-terminal window is active (its quick check)."""
+    desktop = pyatspi.Registry.getDesktop(0)
+    for app in desktop:
+        if app.getRoleName() == "application" and app.name == "gnome-terminal-server":
+            for frame in app:
+                if frame.getRoleName() == "frame" and frame.getState().contains(pyatspi.STATE_ACTIVE):
+                    raise RuntimeError("the reference reads no terminal text; close the terminal")
+    return {"output": None, "status": "success"}
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -114,6 +133,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/screenshot":
             self._reply(screenshot_png(), "image/png")
+        elif self.path == "/terminal" and pyatspi is not None:
+            self._reply(json.dumps(terminal()).encode(), "application/json")
         else:
             self._reply(b"{}", "application/json", 404)
 

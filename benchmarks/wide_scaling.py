@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from core.llm import Ledger, Reply, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout
 from runner.config import load_run_config
 from runner.demo_judge import demo_judge_reply
@@ -41,6 +40,7 @@ from runner.models import build_models
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
+from testing.llm import OpenAIServer
 
 KEY = "sk-bench"
 TASK = "mousepad-append-line"

@@ -9,7 +9,10 @@ APT_PACKAGES=(
   mousepad pcmanfm libreoffice-calc libreoffice-writer
   libreoffice-gtk3
   python3-tk python3-uno bubblewrap slirp4netns nftables tesseract-ocr tesseract-ocr-eng xdg-utils
-  at-spi2-core python3-pyatspi gir1.2-atspi-2.0 ffmpeg libglib2.0-bin gsettings-desktop-schemas
+  at-spi2-core python3-pyatspi gir1.2-atspi-2.0 ffmpeg libglib2.0-bin gsettings-desktop-schemas gnome-terminal
+  gnome-shell-common gnome-settings-daemon-common mutter-common
+  # --env qemu: QEMU itself, and what builds the test image (environments/qemu/image.py)
+  qemu-system-x86 qemu-utils mmdebstrap e2fsprogs
 )
 
 # install_missing WHAT PACKAGE...: installs those of the Debian packages that are missing
@@ -46,6 +49,14 @@ if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$stamp" ]; then
   echo "setup: installing the project into .venv"
   .venv/bin/pip install -q -e '.[dev]'
   echo "$stamp" > .venv/.setup-stamp
+fi
+# The desktops' own Python packages (their `python`, as on OSWorld's image), apart from the project's.
+site_stamp="$(sha256sum scripts/desktop-python.txt | cut -d' ' -f1)"
+if [ "$(cat .venv/desktop-site/.setup-stamp 2>/dev/null)" != "$site_stamp" ]; then
+  echo "setup: installing the desktops' Python packages into .venv/desktop-site"
+  rm -rf .venv/desktop-site
+  .venv/bin/pip install -q --no-warn-conflicts --target .venv/desktop-site -r scripts/desktop-python.txt
+  echo "$site_stamp" > .venv/desktop-site/.setup-stamp
 fi
 # OSWorld's scorer, without its heavy pinned dependencies (the curated ones are the [osworld] extra).
 if ! .venv/bin/python -c "import importlib.metadata as m; assert m.version('desktop-env') == '1.0.2'" 2>/dev/null; then

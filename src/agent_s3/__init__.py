@@ -42,11 +42,11 @@ from agent_s3.code_agent import CodeAgent, CodeAgentResult, CodeStep
 from agent_s3.compile_desktop import Compiled, DesktopOptions, compile_desktop
 from agent_s3.config import CodeAgentConfig, EnvironmentFacts, GroundingConfig, WorkerConfig
 from agent_s3.grounding import Grounder, GroundingError
-from agent_s3.ocr import OcrError, OcrReader
 from agent_s3.parser import FormatError, ParsedReply, parse_reply
 from agent_s3.points import Point
 from agent_s3.reference import action_reference
 from agent_s3.reflection import Reflection
+from agent_s3.text_spans import OcrError, OcrReader
 from agent_s3.worker import Compiler, Proposal, RepeatedFormatError, Worker
 from agent_s3.workers import platform_worker
 

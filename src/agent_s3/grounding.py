@@ -25,10 +25,10 @@ from agent_s3.actions import Action, Click, DragAndDrop, HighlightTextSpan, Scro
 from agent_s3.calls import ModelCall, call_model
 from agent_s3.config import GroundingConfig
 from agent_s3.facts import platform_name
-from agent_s3.ocr import OcrError, OcrReader
 from agent_s3.point_reply import PointOrder, PointReplyError, read_point
 from agent_s3.points import Point, scale
 from agent_s3.prompts import render
+from agent_s3.text_spans import OcrError, OcrReader
 from core.images import decode_png, encode_png, resize
 from core.llm import ChatMessage, ChatModel, ImagePart, TextPart
 from core.llm.vision import VisionRules

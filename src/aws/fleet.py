@@ -101,7 +101,9 @@ class Fleet:
         self._swept = False
         self._pool: ThreadPoolExecutor | None = None
         self._pool_closed = False
-        self._watch = Watch(self)
+        self._watch = Watch(self.fleet_id, self.config.watch_interval, live=lambda: self.live,
+                            describe=lambda ids: ec2.describe(self._client, self.region, ids),
+                            died=self.died, call=self._call)
         self._warned_ports: set[str] = set()
 
     async def __aenter__(self) -> Fleet:

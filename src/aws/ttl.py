@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from .config import FleetConfig
 from .upstream import upstream
@@ -38,6 +39,14 @@ _POLICY = {"Version": "2012-10-17", "Statement": [
 _NOT_YET_TRUSTED = "must allow AWS EventBridge Scheduler to assume the role"
 _ATTEMPTS = 6
 _RACE_WAIT_S = 10.0
+
+
+def _not_yet_trusted(error: BaseException) -> bool:
+    """The scheduler refused a role IAM has not finished trusting yet (asked again)."""
+    if not isinstance(error, ClientError):
+        return False
+    found = error.response.get("Error", {})
+    return found.get("Code") == "ValidationException" and _NOT_YET_TRUSTED in found.get("Message", "")
 
 
 class TTLScheduler:
@@ -114,22 +123,19 @@ class TTLScheduler:
             return None
         request = self.request(instance_id, ttl_seconds, time.time(), role)
         client = self._client("scheduler")
-        for attempt in range(1, _ATTEMPTS + 1):
-            try:
-                client.create_schedule(**request)
-            except ClientError as exc:
-                error = exc.response.get("Error", {})
-                if error.get("Code") == "ValidationException" and _NOT_YET_TRUSTED in error.get("Message", "") \
-                        and attempt < _ATTEMPTS:
-                    time.sleep(_RACE_WAIT_S)
-                    continue
-                self.failed += 1
-                _log.warning("no TTL schedule for %s (%s: %s)", instance_id, error.get("Code"), error.get("Message"))
-                return None
-            except BotoCoreError as exc:
-                self.failed += 1
-                _log.warning("no TTL schedule for %s (%s)", instance_id, type(exc).__name__)
-                return None
-            self.made += 1
-            return str(request["Name"])
-        return None  # pragma: no cover - the loop returns on its last attempt
+        try:
+            for attempt in Retrying(retry=retry_if_exception(_not_yet_trusted), stop=stop_after_attempt(_ATTEMPTS),
+                                    wait=wait_fixed(_RACE_WAIT_S), reraise=True):
+                with attempt:
+                    client.create_schedule(**request)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            self.failed += 1
+            _log.warning("no TTL schedule for %s (%s: %s)", instance_id, error.get("Code"), error.get("Message"))
+            return None
+        except BotoCoreError as exc:
+            self.failed += 1
+            _log.warning("no TTL schedule for %s (%s)", instance_id, type(exc).__name__)
+            return None
+        self.made += 1
+        return str(request["Name"])

@@ -19,7 +19,7 @@ from .candidates import Candidate, narrative_candidate, narrative_text
 from .config import AugmentConfig, JudgeConfig, NarrativeConfig, RepresentationConfig
 from .facts import FactGenerator, TransitionFacts
 from .independent import IndependentJudge
-from .judges import JUDGES, Judge, make_judge
+from .judges import JUDGES, Judge, make_judge, sees_screens
 from .mcq import MCQJudge
 from .offline import JudgedTask, MissingTaskError, judge_run, judge_task
 from .osworld_import import ImportReport, OSWorldImportError, import_osworld
@@ -75,4 +75,5 @@ __all__ = [
     "pointer_events",
     "read_facts",
     "read_items",
+    "sees_screens",
 ]

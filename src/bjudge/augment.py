@@ -14,7 +14,7 @@ screenshot; see benchmarks/augment.py): screens are decoded once per rollout (`f
 markers and outlines are drawn on the copy the model is shown, at scaled coordinates, and
 only on the strip of rows they touch, never on a full copy; the crop is cut from the full
 pixels and enlarged by OpenCV; the shown copy's PNG is compressed once and its marked or
-outlined variants re-compress only the bands of rows that changed (`png.PngBands`).
+outlined variants re-compress only the bands of rows that changed (`core.png.PngBands`).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import numpy as np
 from PIL import Image
 
 from core.images import Box, draw_marker, zoom_box
+from core.png import encode_png
 from core.trajectory import PointerEvent
 
 from .config import AugmentConfig
 from .frames import Frame, FrameMemo, digest, load_frame
-from .png import encode_png_fast
 
 __all__ = [
     "AugmentedTransition",
@@ -138,7 +138,7 @@ def _zoom(frame: Frame, box: Box, cfg: AugmentConfig) -> bytes:
     if cfg.zoom_scale != 1.0:
         size = (round(box.width * cfg.zoom_scale), round(box.height * cfg.zoom_scale))
         crop = cv2.resize(crop, size, interpolation=_RESAMPLE[cfg.zoom_resample])
-    return encode_png_fast(crop, level=cfg.png_level)
+    return encode_png(crop, level=cfg.png_level)
 
 
 def changed_box(before: Frame, after: Frame, size: int, threshold: int) -> Box | None:

@@ -20,8 +20,7 @@ import numpy as np
 from PIL import Image
 
 from core.images import decode_png
-
-from .png import PngBands
+from core.png import PngBands
 
 __all__ = ["Frame", "FrameMemo", "decode_rgb", "digest", "load_frame", "shrink"]
 

@@ -37,6 +37,8 @@ def _score(text: str) -> tuple[int | None, str | None]:
 
 class WebJudge:
     name = "webjudge"
+    #: It reads key screenshots, so its model must take images (`agent-s3 models check`).
+    sees_screens = True
 
     def __init__(self, model: ChatModel, cfg: JudgeConfig | None = None) -> None:
         self.model = model

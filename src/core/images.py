@@ -1,5 +1,5 @@
-"""Image helpers shared by the judge, the guide and reports: PNG encode/decode, downscaling,
-pointer markers, zoom crops and outlines.
+"""Image helpers shared by the judge, the guide and reports: downscaling, pointer markers,
+zoom crops and outlines (PNG encode/decode come from `core.png`, re-exported here).
 
 Everything works on Pillow images in screen pixels; callers convert to PNG once at the end,
 with a fast compression level, because encoding dominates the cost of a step's augmentation.
@@ -7,12 +7,13 @@ with a fast compression level, because encoding dominates the cost of a step's a
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
 from PIL import Image, ImageDraw, ImageFont
+
+from core.png import decode_png, encode_png
 
 __all__ = [
     "MARKER_COLOURS",
@@ -58,19 +59,6 @@ class Box:
     @property
     def centre(self) -> tuple[int, int]:
         return ((self.left + self.right) // 2, (self.top + self.bottom) // 2)
-
-
-def decode_png(data: bytes) -> Image.Image:
-    img = Image.open(io.BytesIO(data))
-    img.load()
-    return img.convert("RGB") if img.mode not in ("RGB", "RGBA") else img
-
-
-def encode_png(img: Image.Image, *, level: int = 1) -> bytes:
-    """PNG bytes; level 1 is ~3x faster than Pillow's default at a modest size cost."""
-    buf = io.BytesIO()
-    img.save(buf, format="PNG", compress_level=level)
-    return buf.getvalue()
 
 
 def resize(img: Image.Image, size: tuple[int, int]) -> Image.Image:

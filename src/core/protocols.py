@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
+from core.platforms import Platform
+
 if TYPE_CHECKING:
     from core.trajectory.task import Task
 
 __all__ = [
+    "Checkpoint",
     "EnvError",
     "Environment",
     "EnvironmentLost",
@@ -27,7 +30,6 @@ __all__ = [
     "WorkerFacts",
 ]
 
-Platform = Literal["ubuntu", "windows", "android"]
 SandboxLanguage = Literal["python", "bash", "powershell", "cmd"]
 
 
@@ -94,6 +96,19 @@ class WorkerFacts:
     leaderboard_comparable: bool | None = None
     #: Whether the environment reaches the internet now (None: it does not say).
     network: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A running environment saved mid-rollout (memory, devices and disk), restorable by any
+    environment of the same pool: branching continues a rollout from it as several forks,
+    and a step guide may look ahead from it and come back."""
+
+    id: str
+    #: What was saved, e.g. ``step 5 of rollout 0``.
+    label: str
+    #: The environment that took it.
+    source: str
 
 
 class Environment(ABC):
@@ -167,6 +182,23 @@ class Environment(ABC):
     async def end_recording(self) -> bytes:
         """Stop the recording `start_recording` began and return the mp4's bytes."""
         raise EnvError(f"{type(self).__name__} {self.name} records no video")
+
+    def address(self) -> str | None:
+        """Where a client outside reaches this environment's server (a VM's forwarded URL),
+        or None where nothing listens outside it (a local desktop's socket is private)."""
+        return None
+
+    def can_checkpoint(self) -> bool:
+        """Whether `checkpoint` and `restore` work here (a VM with live snapshots)."""
+        return False
+
+    async def checkpoint(self, label: str) -> Checkpoint:
+        """Save this environment as it is now and go on from the saved state."""
+        raise EnvError(f"{type(self).__name__} {self.name} cannot checkpoint a running rollout")
+
+    async def restore(self, checkpoint: Checkpoint) -> None:
+        """Become the state `checkpoint` saved (a fork of it, when another environment took it)."""
+        raise EnvError(f"{type(self).__name__} {self.name} cannot restore a checkpoint")
 
     async def accessibility_tree(self) -> str | None:
         """The platform's own element tree as text (OSWorld's AT-SPI XML on desktops,

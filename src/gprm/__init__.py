@@ -13,12 +13,25 @@ One step, as a runner wires it (one guide per rollout; it carries memory between
                                                          # `error` set when calls failed for good
 """
 
+from core.ocr import RapidOcrEngine, TesseractEngine, make_ocr
 from gprm.candidates import PAPER_SEEDS, PAPER_TOP_K, CandidateBatch, candidate_configs, propose_candidates
 from gprm.elements import ParsedScreen, UIElement, draw_marks, draw_star
-from gprm.guide import GUIDES, GuiPra, Pick, StandardPrm, StepGuide, guide_error, make_guide, pick
+from gprm.guide import (
+    GUIDES,
+    GuiPra,
+    Pick,
+    StandardPrm,
+    StepGuide,
+    check_guide_options,
+    guide_error,
+    guide_options_model,
+    guide_takes,
+    make_guide,
+    pick,
+)
 from gprm.history import Candidate, HistoryStep, action_text
 from gprm.memory import CondensedHistory, DynamicMemory, RetrievalReply, validate_retrieval
-from gprm.ocr import RapidOcrEngine, TesseractEngine, make_ocr
+from gprm.options import GuiPraOptions, PrmOptions
 from gprm.pointing import PointAnswer, parse_point, read_point, text_match
 from gprm.records import CandidateScore, GuideDecision, GuideRecord, MemoryRecord, RoutingRecord, ToolUse
 from gprm.replies import ReplyError, ScoreReply, parse_list, parse_score, parse_summary
@@ -37,6 +50,7 @@ __all__ = [
     "CondensedHistory",
     "DynamicMemory",
     "GuiPra",
+    "GuiPraOptions",
     "GuideDecision",
     "GuideRecord",
     "HistoryStep",
@@ -48,6 +62,7 @@ __all__ = [
     "Perception",
     "Pick",
     "PointAnswer",
+    "PrmOptions",
     "RapidOcrEngine",
     "ReplyError",
     "RetrievalReply",
@@ -68,9 +83,12 @@ __all__ = [
     "UIParser",
     "action_text",
     "candidate_configs",
+    "check_guide_options",
     "draw_marks",
     "draw_star",
     "guide_error",
+    "guide_options_model",
+    "guide_takes",
     "make_guide",
     "make_ocr",
     "make_parser",

@@ -16,8 +16,8 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from core.ocr import OcrEngine, Word
 from gprm.elements import UIElement
-from gprm.ocr import OcrEngine, Word
 
 __all__ = ["ControlOptions", "LabelCache", "detect_controls", "drop_glyphs", "merge_elements", "read_labels"]
 

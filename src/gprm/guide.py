@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ValidationError
 
 from core.llm import ChatModel
+from core.ocr import OcrBackend
+from core.registry import Registry
 from gprm.elements import elements_text, shrink_png
 from gprm.history import Candidate, HistoryStep, history_lines
 from gprm.memory import DynamicMemory
-from gprm.ocr import OcrBackend
+from gprm.options import GuiPraOptions, PrmOptions
 from gprm.pointing import Convention
 from gprm.records import CandidateScore, GuideDecision, GuideRecord, MemoryRecord, RoutingRecord
 from gprm.routing import Router
@@ -25,7 +28,8 @@ from gprm.scoring import CALL_FAILED, ScoreContext, Scorer
 from gprm.tools import PARSER_TOOL, Perception, PointMode
 from gprm.uiparser import ParserError, TreeSource, UIParser, make_parser
 
-__all__ = ["GUIDES", "GuiPra", "Pick", "StandardPrm", "StepGuide", "guide_error", "make_guide", "pick"]
+__all__ = ["GUIDES", "GuiPra", "Pick", "StandardPrm", "StepGuide", "check_guide_options", "guide_error",
+           "guide_options_model", "guide_takes", "make_guide", "pick"]
 
 
 class StepGuide(Protocol):
@@ -99,6 +103,9 @@ class GuiPra:
     (without one it points by matching the description against the parser's elements)."""
 
     name = "gprm"
+    Options: ClassVar[type[BaseModel]] = GuiPraOptions
+    #: What the run passes besides the options: the element tree's fetch, the pointing model.
+    runtime: ClassVar[tuple[str, ...]] = ("tree", "pointer")
 
     def __init__(self, model: ChatModel, *, parser: UIParser | str | None = "auto", ocr: OcrBackend | None = None,
                  tree: TreeSource | None = None,
@@ -204,6 +211,7 @@ class StandardPrm:
     """The baseline: each candidate scored against the full raw history and the screenshot."""
 
     name = "prm"
+    Options: ClassVar[type[BaseModel]] = PrmOptions
 
     def __init__(self, model: ChatModel, *, max_reasks: int = 1, image_side: int | None = 1280) -> None:
         self.scorer = Scorer(model, prompt="prm", max_reasks=max_reasks, image_side=image_side)
@@ -227,13 +235,53 @@ class StandardPrm:
         return GuideDecision(index, candidates[index], record)
 
 
-GUIDES: dict[str, Callable[..., StepGuide]] = {"gprm": GuiPra, "prm": StandardPrm}
+def _problem(found: Any) -> str | None:
+    if not (isinstance(found, type) and isinstance(getattr(found, "name", None), str)):
+        return "not a guide: a class with a name and an Options model, built as cls(model, **options)"
+    options = getattr(found, "Options", None)
+    if not (isinstance(options, type) and issubclass(options, BaseModel)):
+        return "a guide class needs Options, the pydantic model of its settings"
+    return None
+
+
+#: Guide name -> its class: a class with a ``name``, its settings as ``Options`` (a pydantic
+#: model) and optionally ``runtime``, the names of the run's objects it takes (``tree``,
+#: ``pointer``); built as ``cls(model, **options, **runtime)``. The run configuration's
+#: ``guide.name`` and ``--guide`` read the names; a dotted path names a guide of your own.
+GUIDES: Registry[Any] = Registry("guide", check=_problem, name_of=lambda cls: cls.name)
+GUIDES.register("gprm", GuiPra, "GUI-PRA")
+GUIDES.register("prm", StandardPrm, "the standard PRM")
+
+
+def guide_options_model(name: str) -> type[BaseModel]:
+    """The settings model of the guide `name` (an unknown name is a `ValueError`)."""
+    options: type[BaseModel] = GUIDES.get(name).Options
+    return options
+
+
+def guide_takes(name: str, what: str) -> bool:
+    """Whether the guide `name` takes the run's object `what` (``tree``, ``pointer``)."""
+    return what in getattr(GUIDES.get(name), "runtime", ())
+
+
+def check_guide_options(name: str, options: dict[str, Any]) -> BaseModel:
+    """`options` validated by the guide's settings model; a `ValueError` of one line naming
+    the key, what is wrong and the keys there are."""
+    model = guide_options_model(name)
+    try:
+        return model(**options)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "options"
+        raise ValueError(f"guide.options.{where} for {name}: {first['msg']} "
+                         f"(its options: {', '.join(model.model_fields)})") from None
 
 
 def make_guide(name: str, model: ChatModel, **options: Any) -> StepGuide:
-    """The guide called `name` ("gprm" or "prm") over `model`, with its options."""
-    try:
-        factory = GUIDES[name]
-    except KeyError:
-        raise ValueError(f"unknown guide {name!r}; use one of: {', '.join(GUIDES)}") from None
-    return factory(model, **options)
+    """The guide called `name` ("gprm", "prm", or ``package.module:Class``) over `model`,
+    with its options (checked against its ``Options``) and the run's objects it takes."""
+    cls = GUIDES.get(name)
+    runtime = {k: options.pop(k) for k in list(options) if k in getattr(cls, "runtime", ())}
+    parsed = check_guide_options(name, options)
+    guide: StepGuide = cls(model, **parsed.model_dump(exclude_unset=True), **runtime)
+    return guide

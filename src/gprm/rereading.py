@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from gprm.ocr import Word, quiet_rows
+from core.ocr import Word, quiet_rows
 
 __all__ = ["WordMemo", "changed_bands"]
 

@@ -28,6 +28,7 @@ import numpy as np
 from PIL import Image
 
 from core.images import decode_png, encode_png
+from core.ocr import OcrBackend, OcrEngine, OcrUnavailableError, Word, make_ocr, phrases
 from gprm.a11y import TreeForm, elements_from_tree, parse_tree
 from gprm.controls import (
     ControlOptions,
@@ -38,7 +39,6 @@ from gprm.controls import (
     read_labels,
 )
 from gprm.elements import ElementType, ParsedScreen, UIElement, draw_marks
-from gprm.ocr import OcrBackend, OcrEngine, OcrUnavailableError, Word, make_ocr, phrases
 from gprm.rereading import WordMemo
 
 __all__ = ["LocalUIParser", "OmniParserClient", "ParserError", "TreeSource", "TreeUIParser", "UIParser", "announce_once",

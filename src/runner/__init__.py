@@ -27,7 +27,8 @@ from .outcomes import (
     StepLimit,
 )
 from .rollout import Rollout, StepEvent, StepHook
-from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun, run_rollout, run_tasks
+from .strategies import STRATEGIES
+from .strategy import RolloutOutcome, SingleRollout, Strategy, TaskRun, run_rollout, run_tasks
 from .tasks import resolve_task
 
 __all__ = [

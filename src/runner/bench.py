@@ -36,7 +36,8 @@ from .resume import (
     task_finished,
     write_manifest,
 )
-from .strategy import STRATEGIES, SingleRollout, Strategy, TaskRun, run_tasks
+from .strategies import STRATEGIES
+from .strategy import SingleRollout, Strategy, TaskRun, run_tasks
 
 __all__ = ["LOCAL_LIST", "BenchRun", "BenchTasks", "load_bench_tasks", "resuming_strategy", "rollouts_per_task",
            "run_bench"]
@@ -77,7 +78,9 @@ def load_bench_tasks(list_file: Path, examples: Path | None = None, *, domain: s
 
 
 def rollouts_per_task(cfg: RunConfig) -> int:
-    """N: rollouts each task gets (1 unless wide; retry counts its attempts itself)."""
+    """N: rollouts each task gets (1 unless wide or branch; retry counts its attempts itself)."""
+    if cfg.strategy == "branch":
+        return cfg.branch.branches + 1  # the shared prefix is rollout 0
     if cfg.strategy != "wide":
         return 1
     entries = parse_mixture(cfg.wide.mixture)
@@ -103,7 +106,7 @@ def resuming_strategy(cfg: RunConfig) -> Strategy:
         return ResumingWide()
     if cfg.strategy == "single":
         return _ResumingSingle()
-    return STRATEGIES[cfg.strategy]()
+    return STRATEGIES.get(cfg.strategy)()
 
 
 @dataclass

@@ -15,8 +15,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from bjudge import JUDGES
 from core.config import ConfigError, redact_urls
-from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError, is_scripted
 from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import RunLayout, check_name
@@ -52,6 +53,7 @@ from .resume import ResumeMismatch, identity_of, read_manifest
 from .retry import check_critic
 from .run_log import run_log
 from .running import run_async, with_simulation_label
+from .strategies import STRATEGIES
 from .task_errors import EXIT_TASK_ERRORS, TaskLines, summarize_task_errors
 from .wide_cli import check_wide, missing_key_line, prepare_wide
 
@@ -172,7 +174,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
             raise _fail(str(e)) from None
         _print_left_out(console, exported)
         console.print(f"[bold]exported[/bold] {len(exported.written)} tasks to {exported.folder}")
-    if cfg.policy.model.startswith("scripted/") or (cfg.label and "scripted" in cfg.label.lower()):
+    if is_scripted(cfg.policy.model, cfg.label):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] replies came from a script, not a model"
                       f"{': ' + escape(cfg.label) if cfg.label else ''}")
     if cfg.label and "SIMULATED" in cfg.label:
@@ -222,7 +224,7 @@ def _bench_guides(suite: str, list_file: Path, examples: Path | None, opts: dict
             failed.append(variant)
     cfg = load_run_config([*(kw.get("config") or []), _overrides(opts)])
     layouts = {v: RunLayout(cfg.out_dir, f"{run_id}-{v}") for v in variants}
-    scripted = cfg.policy.model.startswith("scripted/") or bool(cfg.label and "scripted" in cfg.label.lower())
+    scripted = is_scripted(cfg.policy.model, cfg.label)
     rows = ablation_rows(layouts)
     md, _ = write_ablation(Path(cfg.out_dir), str(run_id), rows, scripted=scripted, seed=opts["wide__seed"])
     console.print(format_ablation(rows, scripted=scripted), markup=False)
@@ -261,10 +263,10 @@ _URL = Annotated[str | None, Opt("--url", help=field_help("url"))]
 _IMAGE = Annotated[str | None, Opt("--image", help=field_help("image"))]
 _ROLL = Annotated[int | None, Opt("--rollouts", min=1, help="N rollouts per task (wide scaling).")]
 _MIX = Annotated[str | None, Opt("--mixture", help="provider/model*count,... (wide scaling).")]
-_JUDGE = Annotated[str | None, Opt("--judge", help="bjudge, pairwise, independent or none.")]
+_JUDGE = Annotated[str | None, Opt("--judge", help=JUDGES.help("Wide scaling: ", extra=("none",)))]
 _JM = Annotated[str | None, Opt("--judge-model", help="Narrator and judge model (default: the policy's).")]
 _JB = Annotated[str | None, Opt("--judge-base-url", help="Endpoint of the judge model's server.")]
-_STRAT = Annotated[str | None, Opt("--strategy", help="single, retry or wide.")]
+_STRAT = Annotated[str | None, Opt("--strategy", help=STRATEGIES.help("How each task is run: "))]
 _DOMAIN = Annotated[str | None, Opt("--domain", help="Only this domain of the task list.")]
 _LIMIT = Annotated[int | None, Opt("--limit", min=1, help="At most this many runnable tasks.")]
 _OUT = Annotated[Path | None, Opt("--out", help="Folder for run folders (default runs/).")]

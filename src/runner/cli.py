@@ -19,16 +19,20 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from bjudge import JUDGES
 from core.config import ConfigError, dump_config, redact_urls
-from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError, is_scripted
 from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import WORLD_FAILURES, RunLayout, Task, check_name
 from environments.kinds import field_help, get_kind
+from gprm import GUIDES
+from themis import CRITICS
 
 from .aws_cli import app as aws_app
 from .bench import resuming_strategy, rollouts_per_task
 from .bench_cli import app as bench_app
+from .branch import check_branch
 from .cli_errors import GuardedTyper
 from .config import RunConfig, load_run_config
 from .critic_cli import register as register_critic_commands
@@ -50,7 +54,8 @@ from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
 from .run_log import official_output_to_log, run_log
 from .running import run_async, with_simulation_label
-from .strategy import STRATEGIES, RolloutOutcome, SingleRollout, Strategy, TaskRun
+from .strategies import STRATEGIES
+from .strategy import RolloutOutcome, Strategy, TaskRun
 from .sweep_cli import sweep_command
 from .task_check_cli import app as tasks_app
 from .task_errors import summarize_task_errors
@@ -112,18 +117,20 @@ def run(
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
     settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
     network: Annotated[str | None, typer.Option("--network", help=field_help("network"))] = None,
-    strategy: Annotated[str | None, typer.Option("--strategy", help="single (one rollout), retry (until the critic accepts) or wide (N rollouts and a judge).")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help=STRATEGIES.help("How the task is run: "))] = None,
     attempts: Annotated[int | None, typer.Option("--attempts", min=1, help="With --strategy retry: rollouts at most.")] = None,
-    critic: Annotated[str | None, typer.Option("--critic", help="With --strategy retry: themis, lastk or sequential.")] = None,
+    critic: Annotated[str | None, typer.Option("--critic", help=CRITICS.help("With --strategy retry: "))] = None,
     critic_model: Annotated[str | None, typer.Option("--critic-model", help="The critic's model as provider/model (default: the policy's).")] = None,
     rollouts: Annotated[int | None, typer.Option("--rollouts", min=1, help="Wide scaling: N rollouts in parallel and a judge.")] = None,
     mixture: Annotated[str | None, typer.Option("--mixture", help="Wide scaling: provider/model*count,... or a YAML file.")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="Wide scaling: bjudge, pairwise, independent, webjudge or none.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help=JUDGES.help("Wide scaling: ", extra=("none",)))] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Wide scaling: the judge's model as provider/model (default: the policy's).")] = None,
     narrator_model: Annotated[str | None, typer.Option("--narrator-model", help="Wide scaling: the model writing the facts (default: the judge's).")] = None,
-    guide: Annotated[str | None, typer.Option("--guide", help="Step guide: gprm (GUI-PRA), prm (standard PRM) or none.")] = None,
+    guide: Annotated[str | None, typer.Option("--guide", help=GUIDES.help("Step guide: ", extra=("none",)))] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", min=1, max=8, help="With --guide: candidate actions per step (K).")] = None,
     guide_model: Annotated[str | None, typer.Option("--guide-model", help="The guide's model as provider/model (default: the policy's).")] = None,
+    branch_at: Annotated[int | None, typer.Option("--branch-at", min=1, help="With --strategy branch: steps of the shared prefix before the checkpoint (T).")] = None,
+    branches: Annotated[int | None, typer.Option("--branches", min=1, help="With --strategy branch: rollouts continuing from the checkpoint (K).")] = None,
     executor: Annotated[str | None, typer.Option("--executor", help="asyncio (in this process, the default) or ray (environments on the hosts of a Ray cluster).")] = None,
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="With --executor ray: local (start Ray here), auto (this machine's cluster) or ray://HEAD:10001.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="The --run-id exists: keep the rollouts it finished and run the rest.")] = False,
@@ -142,6 +149,7 @@ def run(
         wide__rollouts=rollouts, wide__mixture=mixture, wide__judge=judge,
         wide__judge_model__model=judge_model, wide__narrator_model__model=narrator_model,
         guide__name=guide, guide__candidates=candidates, guide__model__model=guide_model,
+        branch__at=branch_at, branch__branches=branches,
         executor__kind=executor or ("ray" if ray_address else None), executor__ray_address=ray_address,
     )  # fmt: skip
     try:
@@ -158,6 +166,7 @@ def run(
         cfg.environment.check()
         check_critic(cfg)
         check_wide(cfg)
+        check_branch(cfg)
         check_guide(cfg)
         check_executor(cfg)
         check_models(cfg)
@@ -192,7 +201,7 @@ def run(
         console.print(f"[bold yellow]warning[/bold yellow] {escape(unpriced_line(unpriced))}")
     if resumed:
         console.print(f"[bold]resumed[/bold] keeping the rollouts run {escape(rid)} finished; running the rest")
-    if cfg.strategy == "wide":
+    if cfg.strategy in ("wide", "branch"):
         try:
             with run_log(layout.path, verbose=verbose):
                 wide = run_async(cfg, run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
@@ -238,8 +247,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             shown = await settled_config(cfg, env)
             pool.release(env)
             await asyncio.to_thread(layout.write_config, dump_config(shown))
-            strategy = resuming_strategy(cfg) if resume else STRATEGIES[cfg.strategy]()
-            assert isinstance(strategy, SingleRollout | RetryUntilSuccess)
+            strategy = resuming_strategy(cfg) if resume else STRATEGIES.get(cfg.strategy)()
             run = TaskRun(task=task, layout=layout, config=cfg, pool=pool, models=models, ledger=ledger,
                           hooks=[StepPrinter(console, tally=ErrorTally(), ledger=ledger)])
             with console.status(f"running {task.id} ...", spinner="dots"), official_output_to_log(), \
@@ -248,7 +256,8 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
             if isinstance(strategy, RetryUntilSuccess):
                 for attempt in strategy.history[task.id]:
                     console.print(f"[bold]retry[/bold] {escape(attempt.describe())}")
-            return strategy.outcomes[task.id]
+            outcome: RolloutOutcome = strategy.outcomes[task.id]
+            return outcome
     finally:
         if isinstance(strategy, RetryUntilSuccess):
             await strategy.aclose()
@@ -258,7 +267,7 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
 def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> None:
     console.print(f"[bold]task[/bold] {escape(task.id)}: {escape(task.instruction)}")
     console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(cfg.environment.where())}")
-    if cfg.policy.model.startswith("scripted/"):
+    if is_scripted(cfg.policy.model):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label or 'scripted replies, not a model')}")
     if cfg.label and "SIMULATED" in cfg.label:
         console.print(f"[bold yellow]SIMULATED[/bold yellow] {escape(cfg.label)}")
@@ -282,6 +291,6 @@ def _report(console: Console, cfg: RunConfig, task: Task, outcome: RolloutOutcom
     total = ledger.total()
     console.print(f"[bold]model calls[/bold] {total.calls}, {total.input_tokens} in / {total.output_tokens} out "
                   f"tokens, ${total.dollars:.4f}")
-    if cfg.policy.model.startswith("scripted/"):
+    if is_scripted(cfg.policy.model):
         console.print("[bold yellow]SCRIPTED[/bold yellow] the policy was scripted; this run says nothing of a model")
     console.print(f"[bold]files[/bold] {layout.path} (result: {layout.task(task.id).path / 'result.json'})")

@@ -11,16 +11,21 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, SerializeAsAny, WrapValidator, model_validator
+from pydantic import Field, SerializeAsAny, WrapValidator, model_validator
 
 from agent_s3 import WorkerConfig
 from core.config import load_config
-from core.llm import GenerateConfig, Price
+from core.llm import Price
 from environments.kinds import EnvironmentSettings, default_settings, get_kind, settings_from
+from gprm import GUIDES
+from themis import CRITICS
 
+from .model_config import ModelConfig, Section
+from .strategies import STRATEGIES
 from .wide_config import WideConfig
 
 __all__ = [
+    "BranchConfig",
     "CriticConfig",
     "EnvironmentSection",
     "ExecutorConfig",
@@ -33,39 +38,13 @@ __all__ = [
 ]
 
 
-class _Section(BaseModel):
-    # NaN and infinity pass `gt=0` or slip past comparisons and would disable a timeout or
-    # a budget: every number of the run configuration must be finite.
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
-
-
-class ModelConfig(_Section):
-    """One chat model: its ``provider/model`` name, endpoint and defaults."""
-
-    model: str = "openai/gpt-6.1-sol"
-    """``provider/model``; ``scripted/demo`` is the scripted demo policy (no model at all). The
-    default is OpenAI's named successor of gpt-5, which shuts down on 2026-12-11 (OpenAI's
-    deprecations page); `agent-s3 models check` shows any model's status."""
-    base_url: str | None = None
-    """Endpoint of an OpenAI- or Anthropic-compatible server; None uses the provider's."""
-    api_key: SecretStr | None = None
-    """Key for this model; None reads the provider's variable (e.g. OPENAI_API_KEY)."""
-    timeout: float = Field(default=600.0, gt=0)
-    """Seconds one attempt of a call may take (a reasoning model may think for minutes)."""
-    retry_budget: float = Field(default=600.0, gt=0)
-    """Seconds one call may spend in all, attempts and waits between them, before it fails;
-    long enough to ride out a provider's rate-limit window."""
-    max_connections: int | None = Field(default=None, ge=1)
-    """Concurrent calls to this endpoint; None keeps the provider's default."""
-    generate: GenerateConfig = Field(default_factory=GenerateConfig)
-    """Decoding defaults of every call of this model (each module may override them)."""
 
 
 #: The ``environment`` section: the settings model of the kind it names (see `environments.kinds`).
 EnvironmentSection = Annotated[SerializeAsAny[EnvironmentSettings], WrapValidator(lambda v, _h: settings_from(v))]
 
 
-class ExecutorConfig(_Section):
+class ExecutorConfig(Section):
     """Where the rollouts of a run execute."""
 
     kind: Literal["asyncio", "ray"] = "asyncio"
@@ -83,7 +62,7 @@ class ExecutorConfig(_Section):
     other host is left."""
 
 
-class RolloutConfig(_Section):
+class RolloutConfig(Section):
     """Budgets and pacing of one rollout."""
 
     max_steps: int = Field(default=50, ge=1)
@@ -114,7 +93,7 @@ class RolloutConfig(_Section):
     task's setup to the end of its scoring) on environments that can; `report.html` links it."""
 
 
-class LimitsConfig(_Section):
+class LimitsConfig(Section):
     """How the run shares its providers' rate limits (see `core.llm.rate_budget`)."""
 
     pacing: bool = True
@@ -124,25 +103,28 @@ class LimitsConfig(_Section):
     provider asks (each call on its own)."""
 
 
-class CriticConfig(_Section):
+class CriticConfig(Section):
     """The outcome critic of the ``retry`` strategy (see `themis`)."""
 
-    name: Literal["themis", "lastk", "sequential"] = "themis"
-    """``themis`` (milestones, verifier, reviewer, judge), or a baseline: ``lastk``, ``sequential``."""
+    name: Annotated[str, CRITICS.named()] = "themis"
+    """``themis`` (milestones, verifier, reviewer, judge), a baseline (``lastk``, ``sequential``),
+    or a critic of your own as ``package.module:Class``."""
     model: ModelConfig | None = None
     """The critic's model; None uses the policy's."""
     attempts: int = Field(default=3, ge=1)
     """Rollouts at most: retry until the critic accepts one or this many were made."""
     options: dict[str, Any] = Field(default_factory=dict)
-    """The critic's own settings (e.g. ``selector_rounds``, ``k``), checked by `themis.make_critic`."""
+    """The critic's own settings (e.g. ``selector_rounds``, ``k``): the fields of its ``Options``
+    model (`themis.options`, listed below), checked before the run."""
 
 
-class GuideConfig(_Section):
+class GuideConfig(Section):
     """The step guide: at each step the policy proposes K candidates and the guide picks one."""
 
-    name: Literal["gprm", "prm", "none"] = "none"
+    name: Annotated[str, GUIDES.named("none")] = "none"
     """``gprm`` (GUI-PRA: memory, UI perception tools, rubric), ``prm`` (the standard PRM
-    baseline) or ``none`` (one candidate, no guide)."""
+    baseline), a guide of your own as ``package.module:Class``, or ``none`` (one candidate,
+    no guide)."""
     model: ModelConfig | None = None
     """The guide's model; None uses the policy's."""
     pointer: ModelConfig | None = None
@@ -158,11 +140,22 @@ class GuideConfig(_Section):
     top_p: float | None = Field(default=None, gt=0, le=1)
     """Forces the candidates' top_p; None uses GUI-PRA's 0.9 where the model takes it."""
     options: dict[str, Any] = Field(default_factory=dict)
-    """The guide's own settings (e.g. ``max_tool_calls``, ``memory_threshold``, ``parser``),
-    checked by `gprm.make_guide`."""
+    """The guide's own settings (e.g. ``max_tool_calls``, ``memory_threshold``, ``parser``):
+    the fields of its ``Options`` model (`gprm.options`, listed below), checked before the run."""
 
 
-class RunConfig(_Section):
+class BranchConfig(Section):
+    """The ``branch`` strategy: one rollout to step `at`, a checkpoint of its environment
+    there, then `branches` rollouts continuing from that checkpoint (the models of
+    ``wide.mixture``, judged like a wide run). Needs environments that checkpoint (``qemu``)."""
+
+    at: int = Field(default=5, ge=1)
+    """Steps of the shared prefix: the checkpoint is taken after this many steps."""
+    branches: int = Field(default=2, ge=1, le=64)
+    """Rollouts continuing from the checkpoint."""
+
+
+class RunConfig(Section):
     """Everything a run needs; written to ``config.json`` (secrets redacted)."""
 
     policy: ModelConfig = ModelConfig()
@@ -187,13 +180,17 @@ class RunConfig(_Section):
     (``sim/openai/...``): latencies, tokens, the account's rate limits, their behaviour."""
     executor: ExecutorConfig = ExecutorConfig()
     """In-process asyncio (the default) or a Ray cluster."""
-    strategy: Literal["single", "retry", "wide"] = "single"
+    strategy: Annotated[str, STRATEGIES.named()] = "single"
     """How a task is run: ``single`` is one rollout; ``retry`` runs rollouts until the critic
-    accepts one (at most ``critic.attempts``); ``wide`` runs N rollouts and a judge picks one."""
+    accepts one (at most ``critic.attempts``); ``wide`` runs N rollouts and a judge picks one;
+    ``branch`` runs one rollout to ``branch.at`` steps, checkpoints it and continues it as
+    ``branch.branches`` rollouts, judged as ``wide``."""
     critic: CriticConfig = CriticConfig()
     """The critic that ``retry`` asks."""
     wide: WideConfig = WideConfig()
-    """N rollouts and a judge, for the ``wide`` strategy."""
+    """N rollouts and a judge, for the ``wide`` strategy (and the judge and mixture of ``branch``)."""
+    branch: BranchConfig = BranchConfig()
+    """Where and how wide the ``branch`` strategy forks."""
     guide: GuideConfig = GuideConfig()
     """The step guide of every rollout (any strategy); ``name: none`` runs without one."""
     models: dict[str, dict[str, Any]] = Field(default_factory=dict)

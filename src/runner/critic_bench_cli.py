@@ -38,7 +38,16 @@ from themis import (
 )
 
 from .config import ModelConfig
-from .critic_cli import BaseUrl, Concurrency, OptionList, OptionsFile, _fail, _layout, _make, _options
+from .critic_options import (
+    BaseUrl,
+    Concurrency,
+    OptionList,
+    OptionsFile,
+    critic_options,
+    fail,
+    layout_of,
+    make_critic_for,
+)
 
 __all__ = ["critic_bench"]
 
@@ -52,7 +61,7 @@ def critic_bench(
     labels: Annotated[Path | None, typer.Argument(help="Labels: a JSONL file (id, label, platform, rollout), or "
                                                   "published data read as it is (OGRBench folder, OSReward traces, "
                                                   "AgentRewardBench annotations.csv, Online-Mind2Web human_label.json).")] = None,
-    names: Annotated[list[str] | None, typer.Option("--critic", help=f"A critic to run: {', '.join(CRITICS)}; repeatable.")] = None,
+    names: Annotated[list[str] | None, typer.Option("--critic", help=CRITICS.help("A critic to run (repeatable): "))] = None,
     predictions: Annotated[list[Path] | None, typer.Option("--predictions", help="Verdicts recorded elsewhere (id -> 0/1); repeatable.")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="The critics' model as provider/model.")] = None,
     base_url: BaseUrl = None,
@@ -84,36 +93,36 @@ def critic_bench(
     Scores each --critic (run on the labelled rollouts) and each --predictions file: id -> 0/1
     verdicts, AgentRewardBench's released results.json, or a folder of its judgments."""
     if errors not in ("exclude", "reject"):
-        raise _fail(f"--errors {errors!r}: use exclude or reject")
+        raise fail(f"--errors {errors!r}: use exclude or reject")
     if undefined not in ("dash", "skip", "zero"):
-        raise _fail(f"--undefined {undefined!r}: use dash, skip or zero")
+        raise fail(f"--undefined {undefined!r}: use dash, skip or zero")
     if rounding not in ROUNDINGS:
-        raise _fail(f"--rounding {rounding!r}: use {' or '.join(ROUNDINGS)}")
+        raise fail(f"--rounding {rounding!r}: use {' or '.join(ROUNDINGS)}")
     fields = [f.strip() for f in by.split(",") if f.strip()]
     if not fields:
-        raise _fail("--by needs at least one label field, e.g. --by platform")
+        raise fail("--by needs at least one label field, e.g. --by platform")
     rules = {"on_error": errors, "skip_missing": skip_missing, "by": fields, "undefined": undefined,
              "rounding": rounding}
     entries = _labels(labels, labels_from, write, fmt, only)
     if not names and not predictions:
         if write is not None:
             return  # only asked to write labels
-        raise _fail("name a critic with --critic or a verdicts file with --predictions")
+        raise fail("name a critic with --critic or a verdicts file with --predictions")
     results: list[BenchResult] = []
     try:
         sources = _prediction_sources(predictions or [], entries)
         for name, verdicts, failed in sources:
             results.append(score_predictions(name, entries, verdicts, errors=failed, **rules))  # type: ignore[arg-type]
     except (OSError, ValueError) as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     if names:
         if model is None:
-            raise _fail("name the critics' model with --model provider/model")
+            raise fail("name the critics' model with --model provider/model")
         try:
-            made = {n: _options(n, option, options_file) for n in dict.fromkeys(names)}
+            made = {n: critic_options(n, option, options_file) for n in dict.fromkeys(names)}
             scored = _bench(made, ModelConfig(model=model, base_url=base_url), entries, concurrency, rules)
         except ValueError as e:
-            raise _fail(str(e)) from None
+            raise fail(str(e)) from None
         results = [*scored, *results]
     typer.echo(render_table(results))
     if json_out is not None:
@@ -155,27 +164,27 @@ def _labels(labels: Path | None, labels_from: Path | None, write: Path | None, f
     """The labelled set: read from a file, or made from a run (and written, with --write)."""
     if labels_from is not None:
         if labels is not None:
-            raise _fail("give either a labels file or --labels-from RUN_DIR, not both")
-        entries = labels_from_run(_layout(labels_from))
+            raise fail("give either a labels file or --labels-from RUN_DIR, not both")
+        entries = labels_from_run(layout_of(labels_from))
         if not entries:
-            raise _fail(f"no rollout of {labels_from} has an evaluator score to make a label from")
+            raise fail(f"no rollout of {labels_from} has an evaluator score to make a label from")
         if write is not None:
             _write_labels(write, entries)
             typer.echo(f"{len(entries)} labels ({sum(e.label for e in entries)} successes) written to {write}")
         return entries
     if write is not None:
-        raise _fail("--write goes with --labels-from RUN_DIR")
+        raise fail("--write goes with --labels-from RUN_DIR")
     if labels is None:
-        raise _fail("give a labels file (LABELS.jsonl) or --labels-from RUN_DIR --write LABELS.jsonl")
+        raise fail("give a labels file (LABELS.jsonl) or --labels-from RUN_DIR --write LABELS.jsonl")
     try:
         found = read_labels(labels, fmt)
     except (OSError, ValueError) as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     entries = found.entries
     for condition in only or []:
         key, sep, value = condition.partition("=")
         if not sep or not key:
-            raise _fail(f"--only {condition!r}: write field=value, e.g. --only split=test")
+            raise fail(f"--only {condition!r}: write field=value, e.g. --only split=test")
         entries = [e for e in entries if str(group_of(e, [key])) == value]
     skipped = ", ".join(f"{n} {why}" for why, n in found.skipped.items())
     if found.format != "jsonl" or skipped or only:
@@ -185,14 +194,14 @@ def _labels(labels: Path | None, labels_from: Path | None, write: Path | None, f
     for note in found.notes:
         typer.echo(f"{labels}: {note}")
     if not entries:
-        raise _fail(f"{labels} holds no labelled trajectory" + (" matching --only" if only else ""))
+        raise fail(f"{labels} holds no labelled trajectory" + (" matching --only" if only else ""))
     return entries
 
 
 def _bench(names: dict[str, dict[str, Any]], cfg: ModelConfig, entries: list[LabelEntry], concurrency: int,
            rules: dict[str, Any]) -> list[BenchResult]:
     ledger = Ledger()  # labelled trajectories may come from many runs: no one run's ledger
-    made = [(*_make(name, cfg, ledger, options), _label(name, options)) for name, options in names.items()]
+    made = [(*make_critic_for(name, cfg, ledger, options), _label(name, options)) for name, options in names.items()]
 
     async def go() -> list[BenchResult]:
         try:

@@ -1,7 +1,10 @@
-"""`agent-s3 env`: start, list, photograph and stop local desktops from a shell.
+"""`agent-s3 env`: start, list, photograph and stop environments from a shell.
 
 `up` hands the desktops to a detached host process (they outlive the command) and waits
 until they are ready; `down` asks the hosts to stop them and checks no process is left.
+With ``--env KIND`` (and its settings: ``--image``, ``-c environment.KEY=VALUE``) `up` keeps
+environments of any registered kind running (`environments.hosting`), e.g. VMs under QEMU;
+`ls` and `down` cover those too.
 """
 
 from __future__ import annotations
@@ -14,11 +17,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from core.config import ConfigError
+from core.protocols import EnvError
 from environments.capacity import desktops_that_fit, machine_room
+from environments.hosting import hosted_dir, hosted_records, stop_hosted
+from environments.kinds import describe_kinds, field_help
 from environments.local import DesktopInfo, default_base_dir
 from environments.local.host import HostRecord, host_records, hosts_dir, request_stop
 from environments.local.kind import LocalSettings
@@ -27,6 +34,9 @@ from environments.local.server_env import desktop_client
 from environments.local.snapshot import SNAPSHOTS
 from environments.local.sweep import reap_desktop
 from environments.local.watchdog import reap_pool
+
+from .config import load_run_config
+from .kind_options import env_option
 
 __all__ = ["app"]
 
@@ -74,9 +84,18 @@ def up(
     n: Annotated[int, typer.Option("-n", "--count", min=1, help="How many desktops to start.")] = 1,
     snapshot: Annotated[str, typer.Option(help=f"Snapshot to start from: {', '.join(SNAPSHOTS)}.")] = "blank",
     base_dir: BaseDir = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the desktops.")] = 120.0,
+    timeout: Annotated[float | None, typer.Option(help="Seconds to wait for the desktops (default 120; "
+                                                       "a kind's own boot timeout with --env).")] = None,
+    env: Annotated[str | None, env_option(help="Keep environments of this kind running instead of local "
+                                               "desktops: " + describe_kinds() + ".")] = None,
+    image: Annotated[str | None, typer.Option("--image", help=field_help("image"))] = None,
+    config: Annotated[list[str] | None, typer.Option("-c", "--config", help="environment.KEY=VALUE settings of --env's kind.")] = None,
 ) -> None:
-    """Start N desktops that keep running after this command returns."""
+    """Start N desktops (or N environments of --env's kind) that keep running after this command returns."""
+    if env is not None:
+        _up_hosted(env, image, config or [], n, _base(base_dir), timeout)
+        return
+    timeout = 120.0 if timeout is None else timeout
     if snapshot not in SNAPSHOTS:
         raise _fail(f"unknown snapshot {snapshot!r}; use one of: {', '.join(SNAPSHOTS)}")
     budget = LocalSettings()
@@ -89,13 +108,13 @@ def up(
     folder = hosts_dir(base)
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / f"host-{os.getpid()}-{time.monotonic_ns()}.log"
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    environ = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
+    environ["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     with log.open("wb") as out:
         host = subprocess.Popen(
             [sys.executable, "-m", "environments.local.host", "--base-dir", str(base), "--count", str(n),
              "--snapshot", snapshot],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, start_new_session=True,
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=environ, start_new_session=True,
         )  # fmt: skip
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -115,14 +134,23 @@ def up(
 
 @app.command("ls")
 def list_desktops(base_dir: BaseDir = None) -> None:
-    """Show every running desktop: name, display, port, X server pid, health."""
-    rows = _desktops(_base(base_dir))
-    if not rows:
+    """Show every running desktop (name, display, socket, X server pid, health) and every
+    environment kept running by `env up --env KIND`."""
+    base = _base(base_dir)
+    rows = _desktops(base)
+    hosted = hosted_records(base)
+    if not rows and not hosted:
         typer.echo("no desktops running; start some with `agent-s3 env up -n 2`")
         return
-    typer.echo("NAME\tDISPLAY\tSOCKET\tPID\tHEALTH")
+    if rows:
+        typer.echo("NAME\tDISPLAY\tSOCKET\tPID\tHEALTH")
     for _, d in rows:
         typer.echo(f"{d.name}\t{d.display}\t{d.socket}\t{d.pid}\t{_health(d)}")
+    if hosted:
+        typer.echo("NAME\tKIND\tADDRESS\tHOST PID")
+    for record in hosted:
+        for e in record.environments:
+            typer.echo(f"{e['name']}\t{record.kind}\t{e.get('address') or '-'}\t{record.pid}")
 
 
 @app.command()
@@ -162,6 +190,13 @@ def down(
     if (name is None) == (not all_):
         raise _fail("name one desktop or pass --all")
     base = _base(base_dir)
+    for record in hosted_records(base):  # environments of other kinds: their host closes all of its pool
+        if all_ or any(e["name"] == name for e in record.environments):
+            if not stop_hosted(record, timeout=max(timeout, 60.0)):
+                raise _fail(f"the host of {record.kind} environments (pid {record.pid}) did not stop")
+            typer.echo(f"stopped {', '.join(e['name'] for e in record.environments)}")
+            if not all_:
+                return
     records = host_records(base)
     targets: list[tuple[HostRecord, str | None]]
     if all_:
@@ -174,6 +209,43 @@ def down(
     for rec, one in targets:
         _stop(base, rec, one, timeout)
         typer.echo(f"stopped {one or 'all desktops of pool ' + rec.pool}")
+
+
+def _up_hosted(kind: str, image: str | None, config: list[str], n: int, base: Path, timeout: float | None) -> None:
+    """`n` environments of `kind` held by a detached host until `env down`."""
+    try:
+        sources: list[Any] = [{"environment": {"kind": kind, **({"image": image} if image else {})}}, *config]
+        settings = load_run_config(sources).environment
+        settings.check()
+    except (ConfigError, EnvError, ValueError) as e:
+        raise _fail(str(e)) from None
+    folder = hosted_dir(base)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log = folder / f"host-{os.getpid()}-{time.monotonic_ns()}.log"
+    environ = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME", "AGENT_S3_CACHE",
+                                                              "AGENT_S3_ENV_DIR")}
+    environ["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    with log.open("wb") as out:
+        host = subprocess.Popen(
+            [sys.executable, "-m", "environments.hosting", "--settings", settings.model_dump_json(), "--count", str(n),
+             "--base", str(base)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=environ, start_new_session=True,
+        )  # fmt: skip
+    limit = timeout if timeout is not None else float(getattr(settings, "boot_timeout", 120.0)) + 120.0
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        mine = [r for r in hosted_records(base) if r.pid == host.pid]
+        if mine:
+            log.unlink(missing_ok=True)
+            for held in mine[0].environments:
+                typer.echo(f"{held['name']}\t{kind}\t{held.get('address') or '-'}")
+            return
+        if host.poll() is not None:
+            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            raise _fail(f"{kind} environments did not start: {tail[0]} (log: {log})")
+        time.sleep(0.2)
+    host.terminate()
+    raise _fail(f"{kind} environments did not start within {limit:g} s; see {log}")
 
 
 def _stop(base: Path, rec: HostRecord, name: str | None, timeout: float) -> None:

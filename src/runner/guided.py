@@ -1,7 +1,7 @@
 """The guided policy step: K candidates from the worker, a step guide picks one.
 
 At each step the worker proposes K candidates concurrently, one seed each (GUI-PRA's seeds
-and sampling by default); the guide (`gprm.make_guide`: ``gprm`` or ``prm``, module
+and sampling by default); the guide (`gprm.make_guide`: ``gprm``, ``prm`` or one of yours, module
 ``prm`` in the ledger) scores them and picks one, which the rollout executes and records
 in the worker's history like any other step. The step line keeps the guide's record
 (`gprm.GuideRecord` as JSON: every candidate with its score, memory, tools, evidence)
@@ -15,7 +15,6 @@ with every rollout, inside wide scaling and retries alike.
 
 from __future__ import annotations
 
-import inspect
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,14 +23,24 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from agent_s3 import Proposal, Worker, action_adapter, action_call, action_reference
-from core.llm import ChatModel, GenerateConfig, MissingAPIKeyError, ModelError
-from core.protocols import EnvError, Environment
+from core.llm import ChatModel, GenerateConfig, MissingAPIKeyError, ModelError, is_scripted
+from core.protocols import Checkpoint, EnvError, Environment
 from core.trajectory import Step
-from gprm import GUIDES, PAPER_SEEDS, PAPER_TOP_K, Candidate, HistoryStep, StepGuide, make_guide
+from gprm import (
+    GUIDES,
+    PAPER_SEEDS,
+    PAPER_TOP_K,
+    Candidate,
+    HistoryStep,
+    StepGuide,
+    check_guide_options,
+    guide_takes,
+    make_guide,
+)
 from gprm.uiparser import TreeSource
 
 from .config import GuideConfig, RunConfig
-from .models import ModelSet
+from .models import ModelSet, chat_model
 
 __all__ = [
     "ActionChoice",
@@ -132,6 +141,9 @@ class GuidedStep:
         if not seeds:
             raise ValueError("a guided step needs at least one seed")
         self.worker, self.guide, self.seeds, self.model = worker, guide, list(seeds), model
+        #: The checkpoint this rollout branched from (`--strategy branch`), for a guide that
+        #: looks ahead from it and comes back; None on a rollout that did not branch.
+        self.branch_point: Checkpoint | None = None
         guide.reset()
 
     def _calls_since(self, start: int) -> list[str]:
@@ -174,22 +186,18 @@ def check_guide(cfg: RunConfig) -> None:
         if "candidates" in section.model_fields_set:
             raise ValueError("--candidates needs a guide to choose among them: add --guide gprm or --guide prm")
         return
-    if section.pointer is not None and section.name != "gprm":
+    if section.pointer is not None and not guide_takes(section.name, "pointer"):
         raise ValueError("guide.pointer serves GUI-PRA's point tool: it needs --guide gprm")
     _seeds(section)
-    try:
-        inspect.signature(GUIDES[section.name]).bind(None, **section.options)
-    except TypeError as e:
-        raise ValueError(f"guide.options for {section.name}: {e}") from None
-    if section.model is None and cfg.policy.model.startswith("scripted/"):
+    check_guide_options(section.name, section.options)
+    if section.model is None and is_scripted(cfg.policy.model):
         raise ValueError("a scripted policy cannot score candidates: name the guide's model with "
                          "--guide-model provider/model")
     for role, chosen in (("model", section.model), ("pointing model", section.pointer)):
         if chosen is None:
             continue  # the policy's model is checked with the policy
         try:  # built and dropped: no connection is opened yet
-            ChatModel.from_name(chosen.model, base_url=chosen.base_url,
-                                api_key=chosen.api_key.get_secret_value() if chosen.api_key else None)
+            chat_model(chosen)
         except MissingAPIKeyError as e:
             raise ValueError(f"the guide's {role} {chosen.model} needs an API key: set {e.variable}") from None
         except ModelError as e:
@@ -245,11 +253,11 @@ def make_chooser(cfg: RunConfig, worker: Worker, guide_model: ChatModel | None, 
     if guide_model is None:
         raise ValueError(f"the {section.name} guide has no model")
     options = dict(section.options)
-    if pointer is not None and section.name == "gprm":
-        options["pointer"] = pointer
-    if section.name == "gprm":
+    if "action_space" in GUIDES.get(section.name).Options.model_fields:
         options.setdefault("action_space", action_reference(worker.allowed))
-        if tree is not None:
-            options.setdefault("tree", tree)
+    if pointer is not None and guide_takes(section.name, "pointer"):
+        options["pointer"] = pointer
+    if tree is not None and guide_takes(section.name, "tree"):
+        options.setdefault("tree", tree)
     guide = make_guide(section.name, guide_model, **options)
     return GuidedStep(worker, guide, _seeds(section), model=guide_model)

@@ -34,6 +34,8 @@ from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunFolderError, RunLayout, TaskResult, rollout_errors
 
 from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
+from .model_config import ModelConfig
+from .models import chat_model
 from .report import write_report
 from .running import run_clock
 from .wide import fact_cache
@@ -84,7 +86,7 @@ def _chat(recorded: dict[str, Any], name: str | None, base_url: str | None, api_
         register_demo_judge()
     same = name is None or name == recorded.get("model")
     url = base_url if base_url is not None else (recorded.get("base_url") if same else None)
-    return ChatModel.from_name(str(chosen), ledger=ledger, base_url=url, api_key=api_key)
+    return chat_model(ModelConfig.named(str(chosen), url, api_key), ledger)
 
 
 def _update_results(layout: RunLayout, judged: dict[str, JudgedTask]) -> None:
@@ -133,7 +135,7 @@ async def rejudge(layout: RunLayout, *, judge: str = "mcq", representation: str 
 
 def judge_command(
     run_dir: Annotated[Path, typer.Argument(help="A run folder (or, with --import-osworld, where to create one).")],
-    judge: Annotated[str, typer.Option("--judge", help=f"One of: {', '.join(JUDGES)}.")] = "mcq",
+    judge: Annotated[str, typer.Option("--judge", help=JUDGES.help("Which judge: "))] = "mcq",
     representation: Annotated[str, typer.Option("--representation", help=f"One of: {', '.join(REPRESENTATIONS)}.")] = "narrative",
     model: Annotated[str | None, typer.Option("--judge-model", "--model", "-m", help="Judge model as provider/model (default: the run's).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the judge model's server.")] = None,
@@ -144,8 +146,10 @@ def judge_command(
     examples: Annotated[Path | None, typer.Option("--examples", help="OSWorld's evaluation_examples/examples, for instructions.")] = None,
 ) -> None:
     """Re-judge a finished run offline (facts come from the run's cache)."""
-    if judge not in JUDGES:
-        raise _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)}")
+    try:
+        JUDGES.validate(judge)
+    except ValueError as e:
+        raise _fail(str(e)) from None
     if representation not in REPRESENTATIONS:
         raise _fail(f"unknown representation {representation!r}: choose one of {', '.join(REPRESENTATIONS)}")
     layout = _layout(run_dir)

@@ -14,19 +14,25 @@ from pydantic import SecretStr
 from agent_s3 import Worker, WorkerConfig, platform_worker
 from core.llm import ChatModel, Ledger, PriceTable, RetryPolicy
 from core.protocols import Environment, Platform, WorkerFacts
+from gprm import guide_takes
 
 from . import sim_replies  # noqa: F401  (registers what simulated models say)
 from .config import ModelConfig, RunConfig
 
-__all__ = ["ModelSet", "build_models", "make_worker", "settled_config", "spent_by", "worker_config"]
+__all__ = ["ModelSet", "build_models", "chat_model", "make_worker", "settled_config", "spent_by", "worker_config"]
 
 
-def _model(cfg: ModelConfig, ledger: Ledger, prices: PriceTable) -> ChatModel:
+def chat_model(cfg: ModelConfig, ledger: Ledger | None = None, prices: PriceTable | None = None, *,
+               retry: RetryPolicy | None = None) -> ChatModel:
+    """The chat model a section of the configuration describes: the one place a `ChatModel`
+    is built from settings (its endpoint, key, timeout, retry budget, connections and
+    decoding). `retry` replaces the budget's policy (a quick preflight check). Raises
+    `core.llm.MissingAPIKeyError` when the provider's key is not set."""
     return ChatModel.from_name(
         cfg.model,
         ledger=ledger,
         prices=prices,
-        retry=RetryPolicy(budget=cfg.retry_budget),
+        retry=retry or RetryPolicy(budget=cfg.retry_budget),
         base_url=cfg.base_url,
         api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
         timeout=cfg.timeout,
@@ -72,14 +78,16 @@ class ModelSet:
 def build_models(cfg: RunConfig, ledger: Ledger) -> ModelSet:
     """Raises `core.llm.MissingAPIKeyError` when a provider's key is not set."""
     prices = PriceTable(cfg.prices)
-    policy = _model(cfg.policy, ledger, prices)
+    policy = chat_model(cfg.policy, ledger, prices)
     return ModelSet(
         policy=policy,
-        grounding=_model(cfg.grounding, ledger, prices) if cfg.grounding else policy,
-        code=_model(cfg.code_model, ledger, prices) if cfg.code_model else policy,
-        reflection=_model(cfg.reflection_model, ledger, prices) if cfg.reflection_model else policy,
-        guide=None if cfg.guide.name == "none" else (_model(cfg.guide.model, ledger, prices) if cfg.guide.model else policy),
-        pointer=_model(cfg.guide.pointer, ledger, prices) if cfg.guide.name == "gprm" and cfg.guide.pointer else None,
+        grounding=chat_model(cfg.grounding, ledger, prices) if cfg.grounding else policy,
+        code=chat_model(cfg.code_model, ledger, prices) if cfg.code_model else policy,
+        reflection=chat_model(cfg.reflection_model, ledger, prices) if cfg.reflection_model else policy,
+        guide=None if cfg.guide.name == "none" else (chat_model(cfg.guide.model, ledger, prices) if cfg.guide.model else policy),
+        pointer=chat_model(cfg.guide.pointer, ledger, prices) if cfg.guide.pointer and cfg.guide.name != "none"
+        and guide_takes(cfg.guide.name, "pointer")
+        else None,
     )
 
 

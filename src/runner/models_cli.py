@@ -21,12 +21,11 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
-from bjudge import AnswerReply, FactsReply
+from bjudge import JUDGES, AnswerReply, FactsReply, sees_screens
 from core.config import ConfigError
 from core.images import encode_png
 from core.llm import (
     ChatMessage,
-    ChatModel,
     GenerateConfig,
     ImagePart,
     MissingAPIKeyError,
@@ -35,15 +34,16 @@ from core.llm import (
     RetryPolicy,
     Sampling,
     TextPart,
+    is_scripted,
 )
 from core.llm.profiles import ProfileError, check, resolve, set_overrides
-from gprm import PAPER_SEEDS, ScoreReply
-from themis.options import ThemisOptions
-from themis.schemas import JudgeReply, LastKReply, SequentialReply
+from gprm import GUIDES, PAPER_SEEDS, ScoreReply
+from themis import CRITICS
 
 from .config import ModelConfig, RunConfig, load_run_config
 from .guided import guided_config
 from .mixture import MixtureError, parse_mixture
+from .models import chat_model
 from .wide_config import JudgeModelConfig
 
 __all__ = ["ModelUse", "check_models", "models_app", "ping_messages", "planned_uses"]
@@ -51,8 +51,6 @@ __all__ = ["ModelUse", "check_models", "models_app", "ping_messages", "planned_u
 models_app = typer.Typer(help="The models a run uses: profiles, prices, a preflight request each.",
                          no_args_is_help=True)
 
-#: Providers that are test doubles: resolved, never called by the preflight.
-_OFFLINE = ("scripted", "replay")
 PING = "Reply with the single word: ok"
 #: A check is quick: a few attempts within a minute, not a run's ten-minute budget per call.
 CHECK_RETRY = RetryPolicy(budget=60, max_attempts=3)
@@ -84,10 +82,14 @@ def _use(role: str, model: ModelConfig | JudgeModelConfig, config: GenerateConfi
                     model.generate.merged(config), module, image, contract)
 
 
-def _critic_contract(name: str) -> type[BaseModel]:
-    """The reply contract of the retry strategy's critic (its final, deciding call)."""
-    found: dict[str, type[BaseModel]] = {"lastk": LastKReply, "sequential": SequentialReply}
-    return found.get(name, JudgeReply)
+def _critic_call(name: str, options: dict[str, Any]) -> tuple[GenerateConfig, type[BaseModel] | None]:
+    """The decoding and reply contract of the retry strategy's critic's deciding call, as its
+    class declares them (``reply_contract``; its options' ``generate_config``)."""
+    cls = CRITICS.get(name)
+    model = cls.Options
+    given = {k: v for k, v in options.items() if k in ("temperature", "max_tokens") and k in model.model_fields}
+    make = getattr(model(**given), "generate_config", None)
+    return (make() if callable(make) else GenerateConfig.deterministic()), getattr(cls, "reply_contract", None)
 
 
 def planned_uses(cfg: RunConfig) -> list[ModelUse]:
@@ -130,10 +132,9 @@ def planned_uses(cfg: RunConfig) -> list[ModelUse]:
         if cfg.guide.pointer is not None:
             uses.append(_use("pointer", cfg.guide.pointer, deterministic, module="prm"))
     if cfg.strategy == "retry":
-        options = {k: v for k, v in cfg.critic.options.items() if k in ("temperature", "max_tokens")}
-        uses.append(_use(f"critic ({cfg.critic.name})", cfg.critic.model or cfg.policy,
-                         ThemisOptions(**options).generate_config(), module="critic",
-                         contract=_critic_contract(cfg.critic.name)))
+        decoding, contract = _critic_call(cfg.critic.name, cfg.critic.options)
+        uses.append(_use(f"critic ({cfg.critic.name})", cfg.critic.model or cfg.policy, decoding, module="critic",
+                         contract=contract))
     if cfg.strategy == "wide" and cfg.wide.judge != "none":
         wide = cfg.wide
         judge = wide.judge_model or cfg.policy
@@ -141,7 +142,7 @@ def planned_uses(cfg: RunConfig) -> list[ModelUse]:
         # The narrator sees each transition's screens; the judge reads narratives (WebJudge
         # looks at screenshots too).
         uses += [_use("narrator", narrator, wide.narrative.generate, module="narrative", contract=FactsReply),
-                 _use("judge", judge, wide.judging.generate, module="judge", image=wide.judge == "webjudge",
+                 _use("judge", judge, wide.judging.generate, module="judge", image=sees_screens(wide.judge),
                       contract=AnswerReply)]
     return uses
 
@@ -193,10 +194,10 @@ def ping_messages(use: ModelUse) -> list[ChatMessage]:
 
 async def _ping(use: ModelUse) -> str:
     """One request with the run's settings, as the role sends it; the outcome as a short phrase."""
-    if use.name.split("/", 1)[0] in _OFFLINE:
+    if is_scripted(use.name):  # a script or a recording: resolved, never called by the preflight
         return "not called (a test provider)"
     try:
-        model = ChatModel.from_name(use.name, base_url=use.base_url, api_key=use.api_key, retry=CHECK_RETRY)
+        model = chat_model(ModelConfig.named(use.name, use.base_url, use.api_key), retry=CHECK_RETRY)
     except MissingAPIKeyError as e:
         return f"not called: no key ({e.variable} unset)"
     started = time.perf_counter()
@@ -238,11 +239,11 @@ def check_command(
     config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable.")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Policy model as provider/model.")] = None,
     mixture: Annotated[str | None, typer.Option("--mixture", help="Wide scaling: provider/model*count,...")] = None,
-    guide: Annotated[str | None, typer.Option("--guide", help="Step guide: gprm or prm.")] = None,
+    guide: Annotated[str | None, typer.Option("--guide", help=GUIDES.help("Step guide: "))] = None,
     guide_model: Annotated[str | None, typer.Option("--guide-model", help="The guide's model.")] = None,
-    critic: Annotated[str | None, typer.Option("--critic", help="Critic of the retry strategy: themis, lastk or sequential.")] = None,
+    critic: Annotated[str | None, typer.Option("--critic", help=CRITICS.help("Critic of the retry strategy: "))] = None,
     critic_model: Annotated[str | None, typer.Option("--critic-model", help="The critic's model.")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="Wide scaling's judge.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help=JUDGES.help("Wide scaling's judge: "))] = None,
     call: Annotated[bool, typer.Option("--call/--no-call", help="Make one request per model whose key is set.")] = True,
 ) -> None:
     """Resolve every model the run would use (policy, grounding, code agent, reflection,

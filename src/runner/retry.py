@@ -24,15 +24,16 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from core.llm import ChatModel, Ledger, MissingAPIKeyError, ModelError, PriceTable, RetryPolicy
+from core.llm import ChatModel, Ledger, MissingAPIKeyError, ModelError, PriceTable, is_scripted
 from core.protocols import Environment
 from core.trajectory import WORLD_FAILURES, Selection, TaskResult
-from themis import CRITICS, Verdict, grade_rollout, make_critic
+from themis import Verdict, critic_options_model, grade_rollout, make_critic
 
-from .config import CriticConfig, ModelConfig, RunConfig
+from .config import CriticConfig, RunConfig
+from .models import chat_model
 from .strategy import RolloutOutcome, TaskRun, run_rollout, task_errors
 
-__all__ = ["Attempt", "RetryUntilSuccess", "RolloutStep", "check_critic", "critic_model"]
+__all__ = ["Attempt", "RetryUntilSuccess", "RolloutStep", "check_critic"]
 
 #: Ledger module of the critic's calls (what `themis` writes).
 CRITIC_MODULE = "critic"
@@ -78,30 +79,15 @@ class Attempt:
         return f"attempt {self.index}: {r.status} after {r.steps} steps, score {score}; critic {said}"
 
 
-def critic_model(cfg: ModelConfig, ledger: Ledger, prices: PriceTable | None = None) -> ChatModel:
-    """A chat model for the critic from its own section (raises `MissingAPIKeyError`)."""
-    return ChatModel.from_name(
-        cfg.model,
-        ledger=ledger,
-        prices=prices,
-        retry=RetryPolicy(budget=cfg.retry_budget),
-        base_url=cfg.base_url,
-        api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
-        timeout=cfg.timeout,
-        max_connections=cfg.max_connections,
-        config=cfg.generate,
-    )
-
-
 def check_critic(cfg: RunConfig) -> None:
     """Refuse, before any desktop starts, a ``retry`` run whose critic cannot work: a
     scripted policy standing in as critic, bad options, or a missing API key."""
     if cfg.strategy != "retry":
         return
     section = cfg.critic
-    if section.model is None and cfg.policy.model.startswith("scripted/"):
+    if section.model is None and is_scripted(cfg.policy.model):
         raise ValueError("a scripted policy cannot judge rollouts: name the critic's model with --critic-model provider/model")
-    _, options_model = CRITICS[section.name]
+    options_model = critic_options_model(section.name)
     try:
         options_model(**section.options)
     except ValidationError as e:
@@ -114,7 +100,7 @@ def check_critic(cfg: RunConfig) -> None:
     if section.model is None:
         return  # the policy's model: checked with the policy
     try:
-        critic_model(section.model, Ledger())  # built and dropped: no connection is opened yet
+        chat_model(section.model, Ledger())  # built and dropped: no connection is opened yet
     except MissingAPIKeyError as e:
         raise ValueError(f"the critic's model {section.model.model} needs an API key: set {e.variable}") from None
     except ModelError as e:
@@ -154,7 +140,7 @@ class RetryUntilSuccess:
         if section is None:
             return run.models.policy
         if self._owned is None:
-            self._owned = critic_model(section, run.ledger, PriceTable(run.config.prices))
+            self._owned = chat_model(section, run.ledger, PriceTable(run.config.prices))
         return self._owned
 
     async def aclose(self) -> None:

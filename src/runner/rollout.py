@@ -94,7 +94,11 @@ class Rollout:
         spent: Callable[[], float] | None = None,
         hooks: Sequence[StepHook] = (),
         chooser: ActionChooser | None = None,
+        prior: Sequence[Step] = (),
     ) -> None:
+        """`prior` are steps this rollout continues from (a branch's shared prefix, stored
+        with the rollout that took them): the chooser sees them as history, this rollout's
+        own steps are numbered from 0 in its folder."""
         self.env = env
         self.worker = worker
         self.instruction = instruction
@@ -106,10 +110,15 @@ class Rollout:
         self.hooks = list(hooks)
         #: Chooses each step's action: the worker's one proposal, or a guide's pick of K.
         self.chooser = chooser or PolicyStep(worker, info.seed)
-        self._stored: list[Step] = []
+        self._stored: list[Step] = list(prior)
         self._hook_tasks: set[asyncio.Task[None]] = set()
         self._last_action: str | None = None
         self._steps = 0
+
+    @property
+    def history(self) -> list[Step]:
+        """The steps the chooser sees: the prior ones, then this rollout's own so far."""
+        return list(self._stored)
 
     async def run(self) -> RolloutResult:
         """Run to an outcome; the header is finished whatever happens (an interruption

@@ -4,7 +4,7 @@ A strategy is an async callable ``await strategy(run) -> TaskResult`` given a `T
 (the task, its folder, the pool, the models, the ledger, the step hooks). `single` runs one
 rollout. Wider strategies (N rollouts and a judge, retry-until-success with a critic, step
 guides) are built from the same piece, `run_rollout`: borrow an environment, prepare the
-task, run one rollout, score it.
+task, run one rollout, score it. They are chosen by name from `runner.strategies`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from core import clock
 from core.atomic import is_disk_full
@@ -40,7 +40,6 @@ from .recording import recorded
 from .rollout import Rollout, StepHook
 
 __all__ = [
-    "STRATEGIES",
     "RolloutOutcome",
     "SingleRollout",
     "Strategy",
@@ -96,7 +95,12 @@ class RolloutOutcome:
 
 
 class Strategy(Protocol):
+    """A way to run a task (`runner.strategies` has them by name). ``outcomes`` holds, per
+    task id, the rollout outcome that stands for the task (the list of them for strategies
+    that keep several, as ``wide`` does)."""
+
     name: str
+    outcomes: dict[str, Any]
 
     async def __call__(self, run: TaskRun) -> TaskResult: ...
 
@@ -204,22 +208,6 @@ class SingleRollout:
         result = TaskResult.from_scores(run.task.id, {0: outcome.score}, selected=0, errors=task_errors([outcome]))
         await asyncio.to_thread(run.task_dir.write_result, result)
         return result
-
-
-def _retry() -> Strategy:
-    from .retry import RetryUntilSuccess  # built on this module's pieces, so imported late
-
-    return RetryUntilSuccess()
-
-
-def _wide() -> Strategy:
-    from .wide import WideScaling  # built on this module's pieces, so imported late
-
-    return WideScaling()
-
-
-#: Strategy name → factory; the name is what ``strategy`` in the run configuration selects.
-STRATEGIES: dict[str, Callable[[], Strategy]] = {"single": SingleRollout, "retry": _retry, "wide": _wide}
 
 
 async def run_tasks(

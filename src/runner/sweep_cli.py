@@ -17,10 +17,12 @@ import typer
 from bjudge import JUDGES, JudgeConfig, NarrativeConfig
 from core import clock
 from core.atomic import write_json_atomic
-from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunLayout
 
 from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
+from .model_config import ModelConfig
+from .models import chat_model
 from .running import run_clock
 from .sweep import SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
 
@@ -113,7 +115,7 @@ def sweep_command(
     mixtures: Annotated[str, typer.Option("--mixtures", help='Mixtures separated by ";", e.g. "gpt-5*5,claude*5;gpt-5*10".')],
     n: Annotated[str | None, typer.Option("--n", help="Values of N, e.g. 1,2,4,8 (default: each mixture's total).")] = None,
     samples: Annotated[int, typer.Option("--samples", min=1, help="Subsets drawn per task and point.")] = 5,
-    judge: Annotated[str, typer.Option("--judge", help=f"One of: {', '.join(JUDGES)}.")] = "mcq",
+    judge: Annotated[str, typer.Option("--judge", help=JUDGES.help("Which judge: "))] = "mcq",
     model: Annotated[str | None, typer.Option("--model", "-m", help="Judge model (default: the first run's).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the judge model's server.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the draws, the judge's shuffles and the bootstrap.")] = 0,
@@ -129,8 +131,10 @@ def sweep_command(
         if not d.is_dir():
             raise _fail(f"{d} is not a run folder: pass folders `agent-s3 bench` wrote")
         layouts.append(RunLayout(d.parent, d.name))
-    if judge not in JUDGES:
-        raise _fail(f"unknown judge {judge!r}: choose one of {', '.join(JUDGES)}")
+    try:
+        JUDGES.validate(judge)
+    except ValueError as e:
+        raise _fail(str(e)) from None
     try:
         specs = parse_mixtures(mixtures)
         ns = [int(x) for x in n.split(",") if x.strip()] if n else None
@@ -150,7 +154,7 @@ def sweep_command(
     ledger = Ledger(folder / "ledger.jsonl")
     before = len(ledger)
     try:
-        chat = ChatModel.from_name(str(name), ledger=ledger, base_url=url).with_tags(sweep="1")
+        chat = chat_model(ModelConfig.named(str(name), url), ledger).with_tags(sweep="1")
     except MissingAPIKeyError as e:
         raise _fail(f"the judge model needs an API key: set {e.variable}") from None
     except UnknownProviderError as e:

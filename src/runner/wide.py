@@ -2,7 +2,7 @@
 
 Each rollout borrows its own environment, reverted to the task's snapshot, and runs one
 model of the mixture with stochastic decoding and its own seed (recorded in its header).
-At most ``wide.concurrency`` rollouts run at once (an `asyncio_pool.AioPool`); calls to
+At most ``wide.concurrency`` rollouts run at once (a task group and a semaphore); calls to
 one endpoint are bounded by the model layer (``wide.per_provider``). A rollout lost to the
 world (environment lost, provider down, a failed setup) is run again on a fresh environment up
 to ``wide.max_retries`` times, then recorded as it ended; the others go on regardless. A
@@ -24,12 +24,10 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
-from asyncio_pool import AioPool  # type: ignore[import-untyped]
-
 from bjudge import Candidate, FactCache, JudgeConfig, NarrativeBuilder, make_judge
 from bjudge.representations import ending_of
 from core import clock
-from core.llm import ChatModel, GenerateConfig, PriceTable, RetryPolicy
+from core.llm import ChatModel, GenerateConfig, PriceTable
 from core.protocols import EnvError
 from core.trajectory import (
     AGENT_OUTCOMES,
@@ -42,7 +40,7 @@ from core.trajectory import (
 )
 
 from .mixture import MixtureEntry, RolloutSlot, assign, parse_mixture
-from .models import ModelSet
+from .models import ModelSet, chat_model
 from .narration import LiveNarrator
 from .outcomes import RolloutResult
 from .strategy import RolloutOutcome, TaskRun, run_rollout, task_errors
@@ -54,17 +52,14 @@ _log = logging.getLogger(__name__)
 
 #: Folder of the run holding cached facts (hidden from task listings by its dot).
 FACT_CACHE_DIR = ".facts"
-#: ``wide.judge`` → the bjudge judge it runs.
-_JUDGES = {"bjudge": "mcq", "mcq": "mcq", "pairwise": "pairwise", "independent": "independent",
-           "webjudge": "webjudge"}
 
 #: Called as a rollout changes state: (task id, rollout, status, model, attempt).
 Watch = Callable[[str, int, str, str, int], None]
 
 
 def judge_name(name: str) -> str | None:
-    """The bjudge judge behind a ``wide.judge`` name (None for ``none``)."""
-    return _JUDGES.get(name)
+    """The judge a ``wide.judge`` names (None for ``none``: no judge)."""
+    return None if name == "none" else name
 
 
 def fact_cache(layout: RunLayout) -> FactCache:
@@ -136,14 +131,11 @@ class WideScaling:
             return run.models.policy  # the run's own model and connections
         key = entry.model_dump_json(exclude={"count"})
         model = self._models.get(key)
-        if model is None:
-            model = self._models[key] = ChatModel.from_name(
-                entry.model, ledger=run.ledger, base_url=entry.base_url, prices=PriceTable(run.config.prices),
-                api_key=entry.api_key.get_secret_value() if entry.api_key else None,
-                timeout=policy.timeout, retry=RetryPolicy(budget=policy.retry_budget),
-                max_connections=wide.per_provider or policy.max_connections,
-                config=entry.decoding,
-            )
+        if model is None:  # the entry's endpoint and decoding, the policy's timeout and budget
+            own = policy.model_copy(update={"model": entry.model, "base_url": entry.base_url, "api_key": entry.api_key,
+                                            "generate": entry.decoding,
+                                            "max_connections": wide.per_provider or policy.max_connections})
+            model = self._models[key] = chat_model(own, run.ledger, PriceTable(run.config.prices))
         return model
 
     def _model_set(self, run: TaskRun, entry: MixtureEntry) -> ModelSet:
@@ -171,12 +163,7 @@ class WideScaling:
         key = "judge:" + chosen.model_dump_json()
         model = self._models.get(key)
         if model is None:
-            model = self._models[key] = ChatModel.from_name(
-                chosen.model, ledger=run.ledger, base_url=chosen.base_url, prices=PriceTable(run.config.prices),
-                api_key=chosen.api_key.get_secret_value() if chosen.api_key else None,
-                timeout=chosen.timeout, retry=RetryPolicy(budget=chosen.retry_budget),
-                max_connections=chosen.max_connections, config=chosen.generate,
-            )
+            model = self._models[key] = chat_model(chosen, run.ledger, PriceTable(run.config.prices))
         return model
 
     # -- running ------------------------------------------------------------------------
@@ -201,7 +188,13 @@ class WideScaling:
 
         candidates: dict[int, Candidate] = {}
 
+        running = asyncio.Semaphore(wide.concurrency or len(slots))
+
         async def one(slot: RolloutSlot) -> None:
+            async with running:
+                await rollout_and_candidate(slot)
+
+        async def rollout_and_candidate(slot: RolloutSlot) -> None:
             k = slot.index
             timings.rollout_starts[k] = clock.monotonic()
             outcome = outcomes[k] = await self._rollout(hooked, slot, sets[k], narrator)
@@ -209,20 +202,20 @@ class WideScaling:
             timings.rollout_seconds[k] = outcome.result.seconds
             if narrator is not None and builder is not None and outcome.result.status in AGENT_OUTCOMES:
                 # built now, while other rollouts run, so the judge waits only on the last one
-                await narrator.settle(k)
-                header = await asyncio.to_thread(run.task_dir.rollout(k).read_info)
-                candidates[k] = await builder.candidate(k, ending=ending_of(header))
-                await asyncio.to_thread(run.task_dir.write_narrative, builder.narrative(k))
+                try:
+                    await narrator.settle(k)
+                    header = await asyncio.to_thread(run.task_dir.rollout(k).read_info)
+                    candidates[k] = await builder.candidate(k, ending=ending_of(header))
+                    await asyncio.to_thread(run.task_dir.write_narrative, builder.narrative(k))
+                except Exception:  # one rollout's narration must not stop the others; it is no candidate
+                    _log.exception("rollout %s/%d could not be narrated; the judge leaves it out", task_id, k)
 
         async with AsyncExitStack() as stack:
             if narrator is not None:
                 await stack.enter_async_context(narrator)  # narrations still under way end here
-            pool = AioPool(size=wide.concurrency or len(slots))
-            try:
-                await pool.map(one, slots)
-            except BaseException:  # Ctrl-C: stop every rollout now (the pool's own exit would wait)
-                await pool.cancel()
-                raise
+            async with asyncio.TaskGroup() as group:  # Ctrl-C cancels every rollout at once
+                for slot in slots:
+                    group.create_task(one(slot))
         missing = [s.index for s in slots if s.index not in outcomes]
         if missing:
             raise RuntimeError(f"rollouts {missing} of {task_id} ended without an outcome")

@@ -16,11 +16,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from core.config import dump_config
-from core.llm import CallRecord, Ledger, MissingAPIKeyError
+from core.llm import CallRecord, Ledger, MissingAPIKeyError, is_scripted
 from core.llm.notices import watching_retries
 from core.trajectory import RunLayout, Task
 
 from .board import RolloutBoard
+from .branch import BranchScaling
 from .config import RunConfig
 from .demo_judge import DEMO_JUDGE_MODEL, DEMO_JUDGE_NOTE, register_demo_judge
 from .demo_policy import DEMO_MODEL
@@ -48,9 +49,9 @@ def check_wide(cfg: RunConfig) -> None:
 
 def prepare_wide(cfg: RunConfig) -> RunConfig:
     """A scripted policy (the demo's, a do-nothing one) gets the scripted demo narrator and
-    judge (labelled), unless a judge model is set."""
+    judge (labelled), unless a judge model is set (wide and branch runs)."""
     scripted = cfg.policy.model == DEMO_MODEL or is_noop(cfg.policy.model)
-    if cfg.strategy != "wide" or not scripted or cfg.wide.judge_model is not None:
+    if cfg.strategy not in ("wide", "branch") or not scripted or cfg.wide.judge_model is not None:
         return cfg
     register_demo_judge()
     wide = cfg.wide.model_copy(update={"judge_model": JudgeModelConfig(model=DEMO_JUDGE_MODEL)})
@@ -70,6 +71,8 @@ def models_by_module(records: Iterable[CallRecord]) -> dict[str, list[str]]:
 
 
 def _width(cfg: RunConfig) -> int:
+    if cfg.strategy == "branch":  # the first branch continues on the prefix's environment
+        return cfg.branch.branches
     entries = parse_mixture(cfg.wide.mixture)
     n = cfg.wide.rollouts or (sum(e.count for e in entries) if entries else 1)
     return min(n, cfg.wide.concurrency or n)
@@ -77,12 +80,13 @@ def _width(cfg: RunConfig) -> int:
 
 async def run_wide(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, ledger: Ledger,
                    console: Console, *, resume: bool = False) -> WideScaling:
-    """Run `task` under the wide strategy on fresh environments; returns the strategy.
+    """Run `task` under the wide (or branch) strategy on fresh environments; returns the strategy.
 
     With `resume`, rollouts an earlier attempt of the run finished are kept, not rerun."""
     hide = (str(cfg.out_dir.resolve()),)
     board = RolloutBoard(console, ledger=ledger)
-    strategy = (ResumingWide if resume else WideScaling)(watch=board.watch)
+    strategy = (BranchScaling if cfg.strategy == "branch" else ResumingWide if resume else WideScaling)(
+        watch=board.watch)
     try:
         async with open_environments(cfg, size=_width(cfg), hide=hide, run_id=layout.run_id) as pool:
             env = await pool.acquire()
@@ -128,7 +132,7 @@ def summarize(console: Console, cfg: RunConfig, task: Task, strategy: WideScalin
         console.print(f"  {module:<12} {t.calls:>4} calls {t.seconds:>8.1f} s "
                       f"{t.input_tokens + t.output_tokens:>9} tokens ${t.dollars:.4f}  "
                       f"{escape(', '.join(names.get(module, [])))}")
-    if cfg.label and "scripted" in cfg.label.lower():
+    if cfg.label and is_scripted(None, cfg.label):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label)}")
     console.print(f"[bold]files[/bold] {layout.path} (report: {layout.report_path})")
 

@@ -6,40 +6,22 @@ sets the common ones with ``--rollouts``, ``--mixture`` and ``--judge``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field
 
-from bjudge import JudgeConfig, NarrativeConfig
-from core.llm import GenerateConfig
+from bjudge import JUDGES, JudgeConfig, NarrativeConfig
 
 from .mixture import MAX_ROLLOUTS
+from .model_config import JudgeModelConfig
 
 __all__ = ["JudgeModelConfig", "JudgeName", "WideConfig"]
 
-#: ``bjudge``: Behavior Judge (narratives, one MCQ call); ``pairwise``, ``independent`` (a 1-5
-#: rubric) and ``webjudge`` (key points, key screenshots, outcome): the baselines over narratives;
-#: ``none``: run the rollouts and choose nothing.
-JudgeName = Literal["bjudge", "mcq", "pairwise", "independent", "webjudge", "none"]
-
-
-class JudgeModelConfig(BaseModel):
-    """A model that narrates transitions or judges rollouts (``wide.narrator_model``,
-    ``wide.judge_model``)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
-
-    model: str
-    """``provider/model``."""
-    base_url: str | None = None
-    api_key: SecretStr | None = None
-    """None reads the provider's variable."""
-    timeout: float = Field(default=600.0, gt=0)
-    """Seconds one attempt of a call may take."""
-    retry_budget: float = Field(default=600.0, gt=0)
-    """Seconds one call may spend in all, attempts and waits, before it fails."""
-    max_connections: int | None = Field(default=None, ge=1)
-    generate: GenerateConfig = Field(default_factory=GenerateConfig)
+#: A judge of `bjudge.JUDGES` (``bjudge``: Behavior Judge, narratives and one MCQ call;
+#: ``pairwise``, ``independent``, a 1-5 rubric, and ``webjudge``, key points, key screenshots
+#: and outcome: the baselines over narratives), a dotted path ``package.module:Class`` to a
+#: judge of your own, or ``none``: run the rollouts and choose nothing.
+JudgeName = Annotated[str, JUDGES.named("none")]
 
 
 class WideConfig(BaseModel):
@@ -53,6 +35,7 @@ class WideConfig(BaseModel):
     """``provider/model*count,...``, a YAML file, or a list of ``{model, count, base_url?,
     decoding?}``; None runs every rollout on the policy model with stochastic decoding."""
     judge: JudgeName = "bjudge"
+    """Which judge picks the rollout: a registered name, ``package.module:Class``, or ``none``."""
     judge_model: JudgeModelConfig | None = None
     """The judge's model; None uses the policy's model."""
     narrator_model: JudgeModelConfig | None = None

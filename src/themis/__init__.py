@@ -17,7 +17,7 @@ from .bench import (
     load_predictions,
     score_predictions,
 )
-from .critics import CRITICS, Critic, ThemisCritic, make_critic
+from .critics import CRITICS, Critic, ThemisCritic, critic_options_model, make_critic
 from .grading import Graded, Published, grade_many, grade_rollout, grade_source
 from .lastk import LastKCritic, tally
 from .metrics import Confusion, Scores, score, score_by_platform
@@ -25,6 +25,7 @@ from .options import LastKOptions, SequentialOptions, ThemisOptions
 from .public_data import FORMATS, LabelSet, detect_format, read_labels
 from .record import (
     LastKRecord,
+    OtherRecord,
     SequentialRecord,
     ThemisRecord,
     Verdict,
@@ -54,6 +55,7 @@ __all__ = [
     "LastKCritic",
     "LastKOptions",
     "LastKRecord",
+    "OtherRecord",
     "Published",
     "Released",
     "Rounding",
@@ -69,6 +71,7 @@ __all__ = [
     "TrajectorySource",
     "Verdict",
     "bench_critic",
+    "critic_options_model",
     "detect_format",
     "export_accepted",
     "grade_many",

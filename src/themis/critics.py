@@ -4,29 +4,37 @@ A critic is an async callable, ``await critic(task, rollout) -> Verdict``, where
 a `core.trajectory.Task` (or just its instruction) and `rollout` anything with
 `iter_steps` and `read_screenshot`, such as a `core.trajectory.RolloutDir`. It never
 writes; `themis.grading` saves verdicts beside the trajectory.
+
+A critic class has a ``name``, its settings as a pydantic model ``Options`` and is built as
+``cls(model, options)`` (``cls(model, options, role_models)`` when ``has_roles``);
+``reply_contract`` is the reply model of its deciding call (what ``models check`` asks in).
+`CRITICS` is the one list of their names: the run configuration's ``critic.name``, the
+``--critic`` options and their help read it, and a dotted path ``package.module:Class``
+names a critic of your own.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
 from core.llm import ChatModel
+from core.registry import Registry
 
 from .context import RoleContext
 from .deliberation import deliberate
 from .judge import reward_of
 from .lastk import LastKCritic, tally
-from .options import LastKOptions, SequentialOptions, ThemisOptions
+from .options import ThemisOptions
 from .record import ThemisRecord, ThemisVoteRecord, Verdict
 from .schemas import JudgeReply
 from .sequential import SequentialCritic
 from .view import TaskInfo, TaskLike, TrajectorySource, TrajectoryView, load_view, task_info
 
-__all__ = ["CRITICS", "Critic", "ThemisCritic", "make_critic"]
+__all__ = ["CRITICS", "Critic", "ThemisCritic", "critic_options_model", "make_critic"]
 
 
 class Critic(Protocol):
@@ -42,6 +50,10 @@ class ThemisCritic:
     deliberations vote by the paper's rule (majority, all or any)."""
 
     name = "themis"
+    Options: ClassVar[type[BaseModel]] = ThemisOptions
+    #: Its roles may each have a model of their own (``models.<role>``).
+    has_roles: ClassVar[bool] = True
+    reply_contract: ClassVar[type[BaseModel]] = JudgeReply
 
     def __init__(self, model: ChatModel, options: ThemisOptions,
                  role_models: Mapping[str, ChatModel] | None = None) -> None:
@@ -130,12 +142,26 @@ def _failure(record: ThemisRecord, reply: JudgeReply | None, *, judged: bool = T
     return None
 
 
-#: Name -> (critic class, its options model).
-CRITICS: dict[str, tuple[Any, type[BaseModel]]] = {
-    "themis": (ThemisCritic, ThemisOptions),
-    "lastk": (LastKCritic, LastKOptions),
-    "sequential": (SequentialCritic, SequentialOptions),
-}
+def _problem(found: Any) -> str | None:
+    if not (isinstance(found, type) and isinstance(getattr(found, "name", None), str)):
+        return "not a critic: a class with a name and an Options model, built as cls(model, options)"
+    options = getattr(found, "Options", None)
+    if not (isinstance(options, type) and issubclass(options, BaseModel)):
+        return "a critic class needs Options, the pydantic model of its settings"
+    return None
+
+
+#: Critic name -> its class.
+CRITICS: Registry[Any] = Registry("critic", check=_problem, name_of=lambda cls: cls.name)
+CRITICS.register("themis", ThemisCritic, "OS-Themis: milestones, verifier, reviewer, judge")
+CRITICS.register("lastk", LastKCritic, "the last K screens")
+CRITICS.register("sequential", SequentialCritic, "screen by screen")
+
+
+def critic_options_model(name: str) -> type[BaseModel]:
+    """The settings model of the critic `name` (an unknown name is a `ValueError`)."""
+    options: type[BaseModel] = CRITICS.get(name).Options
+    return options
 
 
 def make_critic(name: str, model: ChatModel, *, role_models: Mapping[str, ChatModel] | None = None,
@@ -144,10 +170,8 @@ def make_critic(name: str, model: ChatModel, *, role_models: Mapping[str, ChatMo
 
     `role_models` are the models OS-Themis roles use instead of `model` (its ``models``
     option names them; the caller builds them)."""
-    try:
-        cls, options_model = CRITICS[name]
-    except KeyError:
-        raise ValueError(f"unknown critic {name!r}: choose one of {', '.join(CRITICS)}") from None
+    cls = CRITICS.get(name)
+    options_model = cls.Options
     try:
         parsed = options_model(**options)
     except ValidationError as exc:
@@ -155,8 +179,8 @@ def make_critic(name: str, model: ChatModel, *, role_models: Mapping[str, ChatMo
         where = ".".join(str(p) for p in first["loc"]) or "options"
         raise ValueError(f"critic {name!r} option {where}: {first['msg']} "
                          f"(options: {', '.join(options_model.model_fields)})") from None
-    if role_models and cls is not ThemisCritic:
+    roles = bool(getattr(cls, "has_roles", False))
+    if role_models and not roles:
         raise ValueError(f"critic {name!r} has no roles: per-role models are for themis")
-    factory: Any = cls
-    critic: Critic = factory(model, parsed, role_models) if cls is ThemisCritic else factory(model, parsed)
+    critic: Critic = cls(model, parsed, role_models) if roles else cls(model, parsed)
     return critic

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel
 
 from core.llm import ChatMessage, ChatModel, TextPart
 
@@ -34,6 +36,8 @@ def tally(votes: Sequence[int], rule: str) -> Literal[0, 1]:
 
 class LastKCritic:
     name = "lastk"
+    Options: ClassVar[type[BaseModel]] = LastKOptions
+    reply_contract: ClassVar[type[BaseModel]] = LastKReply
 
     def __init__(self, model: ChatModel, options: LastKOptions) -> None:
         self.model = model

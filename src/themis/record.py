@@ -7,9 +7,9 @@ how the verdict came about and a later command can reuse it instead of paying ag
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from core.atomic import write_json_atomic
 from core.trajectory import Record
@@ -23,6 +23,7 @@ __all__ = [
     "Failure",
     "LastKRecord",
     "LastKSample",
+    "OtherRecord",
     "PassRecord",
     "ReviewRecord",
     "SelectionRound",
@@ -162,8 +163,33 @@ class ThemisVoteRecord(_Part):
     errors: list[str | None] = Field(default_factory=list)
 
 
-CriticRecord = Annotated[ThemisRecord | ThemisVoteRecord | LastKRecord | SequentialRecord,
-                         Field(discriminator="kind")]
+class OtherRecord(BaseModel):
+    """The record of a critic of your own (``package.module:Class``): any ``kind`` but the
+    built-in ones, ``notes`` (lines the verdict's summary shows), ``failures`` like the
+    built-in critics', and whatever further fields it wants to keep in ``critic-<name>.json``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str
+    notes: list[str] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
+
+
+_BUILT_IN_RECORDS = frozenset({"themis", "themis_vote", "lastk", "sequential"})
+
+
+def _record_kind(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return kind if kind in _BUILT_IN_RECORDS else "other"
+
+
+#: A verdict's record, read by its ``kind``: a built-in critic's, else `OtherRecord`.
+CriticRecord = Annotated[
+    Annotated[ThemisRecord, Tag("themis")] | Annotated[ThemisVoteRecord, Tag("themis_vote")]
+    | Annotated[LastKRecord, Tag("lastk")] | Annotated[SequentialRecord, Tag("sequential")]
+    | Annotated[OtherRecord, Tag("other")],
+    Discriminator(_record_kind),
+]
 
 
 class Verdict(Record):
@@ -175,7 +201,7 @@ class Verdict(Record):
 
     schema_version: int = 2
     critic: str
-    """Name of the critic (``themis``, ``lastk``, ``sequential``)."""
+    """Name of the critic (``themis``, ``lastk``, ``sequential``, or one of your own)."""
     model: str
     """``provider/model`` behind every role."""
     reward: Literal[0, 1] | None

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import ClassVar
 
 from PIL import Image, ImageChops, ImageStat
+from pydantic import BaseModel
 
 from core.images import decode_png
 from core.llm import ChatMessage, ChatModel, ImagePart, TextPart
@@ -34,6 +36,8 @@ def screen_distance(a: Image.Image, b: Image.Image) -> float:
 
 class SequentialCritic:
     name = "sequential"
+    Options: ClassVar[type[BaseModel]] = SequentialOptions
+    reply_contract: ClassVar[type[BaseModel]] = SequentialReply
 
     def __init__(self, model: ChatModel, options: SequentialOptions) -> None:
         self.model = model

@@ -6,7 +6,7 @@ The report escapes and styles these lines itself; the full deliberation stays in
 
 from __future__ import annotations
 
-from .record import Check, LastKRecord, SequentialRecord, ThemisRecord, ThemisVoteRecord, Verdict
+from .record import Check, LastKRecord, OtherRecord, SequentialRecord, ThemisRecord, ThemisVoteRecord, Verdict
 
 __all__ = ["summarize"]
 
@@ -58,6 +58,8 @@ def summarize(verdict: Verdict) -> list[str]:
         for c in record.checks:
             state = "skipped (repeat)" if c.skipped else {True: "satisfied", False: "not yet", None: "failed"}[c.satisfied]
             lines.append(f"  {c.frame}: {state}")
+    elif isinstance(record, OtherRecord):
+        lines.extend(f" {note}" for note in record.notes)
     failures = getattr(record, "failures", [])
     if failures:
         lines.append(" failed calls: " + "; ".join(f"{f.what} ({len(f.attempts)} attempts)" for f in failures))

@@ -23,9 +23,10 @@ from agent_s3 import (
     Point,
     TypeText,
 )
-from agent_s3.ocr import Word, find_phrase, parse_tsv, span_points
+from agent_s3.text_spans import Word, find_phrase, span_points
 from core.llm import ChatModel, ImagePart, Reply, Script, TextPart
 from core.llm.profiles import OVERRIDES_ENV
+from core.ocr import parse_tesseract_tsv
 
 
 def grounder(replies: list[str], **config: object) -> tuple[Grounder, Script]:
@@ -119,7 +120,7 @@ def test_tsv_parsing_and_phrase_matching() -> None:
         "5\t1\t1\t1\t1\t2\t60\t20\t50\t10\t95\twor1d\n"
         "5\t1\t1\t1\t1\t3\t120\t20\t30\t10\t95\tagain\n"
     )
-    words = parse_tsv(tsv, (2.0, 2.0))
+    words = parse_tesseract_tsv(tsv, min_conf=None, scale=(2.0, 2.0))
     assert [w.text for w in words] == ["Hello,", "wor1d", "again"]
     assert (words[0].left, words[0].top, words[0].width) == (20, 40, 80)
     assert find_phrase(words, "hello world") == (0, 1)  # OCR slip tolerated
@@ -130,7 +131,7 @@ def test_tsv_parsing_and_phrase_matching() -> None:
 
 
 def test_end_phrase_is_searched_after_the_start() -> None:
-    words = [Word(t, 10 * i, 0, 8, 10) for i, t in enumerate("the end of the start and the end".split())]
+    words = [Word(t, (10 * i, 0, 10 * i + 8, 10)) for i, t in enumerate("the end of the start and the end".split())]
     start, end = span_points(words, "start", "the end", (1000, 100))
     assert start == Point(40, 5) and end == Point(78, 5)
 

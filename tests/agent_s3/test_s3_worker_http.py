@@ -11,7 +11,7 @@ import pytest
 
 from agent_s3 import Click, Grounder, GroundingConfig, Worker, WorkerConfig
 from core.llm import ChatModel, Reply, Script
-from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
+from testing.llm import AnthropicServer, FakeServer, OpenAIServer
 
 KEY = "sk-agent-s3-test"
 

@@ -15,7 +15,7 @@ from environments.android import (
     EmulatorConsole,
     console_port_of,
 )
-from environments.android.fake import FakeFleet, fake_fleet
+from testing.android import FakeFleet, fake_fleet
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from PIL import Image
 
 from core.protocols import EnvError, EnvironmentLost
 from environments.android import AdbLink, AndroidEnvironment, ConsoleError, EmulatorConsole, input_text_argvs
-from environments.android.fake import LAUNCHER, NOTES, NOTES_FILE, SETTINGS, FakeFleet
+from testing.android import LAUNCHER, NOTES, NOTES_FILE, SETTINGS, FakeFleet
 
 pytestmark = pytest.mark.integration
 

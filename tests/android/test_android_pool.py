@@ -9,7 +9,7 @@ import pytest
 
 from core.protocols import EnvError
 from environments.android import AndroidProvider, console_port_of
-from environments.android.fake import FakeFleet, SimulatedDevice
+from testing.android import FakeFleet, SimulatedDevice
 
 pytestmark = pytest.mark.integration
 

@@ -30,7 +30,7 @@ import adbutils
 import pytest
 from adbutils.errors import AdbError
 
-from environments.android.fake import FakeFleet
+from testing.android import FakeFleet
 
 pytestmark = pytest.mark.integration
 

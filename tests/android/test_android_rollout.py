@@ -13,10 +13,10 @@ from agent_s3.config import GroundingConfig, WorkerConfig
 from agent_s3.grounding import Grounder
 from core.llm import ChatModel, ImagePart, Reply, Script
 from environments.android import AdbTaskClient, AndroidEnvironment, AndroidProvider
-from environments.android.fake import NOTES, FakeFleet
 from environments.tasks import TaskContext, evaluate, run_setup
 from environments.tasks.android_suite import android_task, load_android_suite, step_budget
 from environments.tasks.model import OSWorldTask
+from testing.android import NOTES, FakeFleet
 
 pytestmark = pytest.mark.integration
 

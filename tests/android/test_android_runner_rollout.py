@@ -15,11 +15,11 @@ from agent_s3.grounding import Grounder
 from core.llm import ChatModel, Reply, Script, ScriptRequest
 from core.trajectory import RolloutDir, RolloutInfo
 from environments.android import AdbTaskClient, AndroidEnvironment
-from environments.android.fake import FakeFleet
 from environments.tasks import TaskContext, evaluate, run_setup
 from environments.tasks.android_suite import android_task, load_android_suite
 from runner.config import RolloutConfig
 from runner.rollout import Rollout
+from testing.android import FakeFleet
 
 pytestmark = pytest.mark.integration
 

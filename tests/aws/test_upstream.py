@@ -103,3 +103,39 @@ def test_the_ttl_schedule_is_the_one_desktop_env_makes(moto: Moto, network: Netw
     assert mine["Description"] == theirs["Description"].replace("aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb")
     for schedule in (mine, theirs):
         assert schedule["ScheduleExpression"].startswith("at(") and len(schedule["ScheduleExpression"]) == 23
+
+
+class _Scheduler:
+    """A scheduler client refusing the first `refusals` calls with IAM's trust race."""
+
+    def __init__(self, refusals: int, message: str) -> None:
+        self.refusals, self.message, self.calls = refusals, message, 0
+
+    def create_schedule(self, **_: Any) -> None:
+        from botocore.exceptions import ClientError
+
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise ClientError({"Error": {"Code": "ValidationException", "Message": self.message}}, "CreateSchedule")
+
+
+@pytest.mark.parametrize(("refusals", "made"), [(2, True), (6, False)])
+def test_the_ttl_asks_again_while_iam_has_not_trusted_the_role(
+    monkeypatch: pytest.MonkeyPatch, network: Network, refusals: int, made: bool
+) -> None:
+    """A new role's trust reaches the scheduler late: its refusal is asked again, at most six
+    times; any other refusal is final at once (the instance then ends by reap or exit)."""
+    import aws.ttl as ttl_module
+
+    monkeypatch.setattr(ttl_module, "_RACE_WAIT_S", 0.0)
+    race = _Scheduler(refusals, "The execution role you provide must allow AWS EventBridge Scheduler to assume the role.")
+    cfg = FleetConfig(subnet_id=network.subnet_id, security_group_id=network.security_group_id,
+                      scheduler_role_arn="arn:aws:iam::123456789012:role/ttl").resolved({})
+    session = type("Session", (), {"client": lambda self, *_a, **_k: race})()
+    ttl = TTLScheduler(cfg, session, REGION)
+    assert (ttl.schedule("i-0ccccccccccccccccc", 3600) is not None) is made
+    assert race.calls == min(refusals + 1, 6) and (ttl.made, ttl.failed) == ((1, 0) if made else (0, 1))
+    other = _Scheduler(1, "Role is not valid")
+    session = type("Session", (), {"client": lambda self, *_a, **_k: other})()
+    ttl = TTLScheduler(cfg, session, REGION)
+    assert ttl.schedule("i-0ddddddddddddddddd", 3600) is None and other.calls == 1

@@ -1,18 +1,15 @@
-"""Decoding, shrinking and the PNG writer's two deflate libraries, checked on pixels."""
+"""Frames: decoding, shrinking and the banded PNG of the shown copy, checked on pixels."""
 
 from __future__ import annotations
 
 import io
-import zlib
 
 import cv2
 import numpy as np
 import pytest
 from PIL import Image
 
-import bjudge.png as png_mod
 from bjudge.frames import decode_rgb, load_frame, shrink
-from bjudge.png import BAND_ROWS, PngBands, encode_png_fast
 from core.images import decode_png, encode_png
 
 
@@ -21,56 +18,6 @@ def _noise(h: int = 150, w: int = 90, seed: int = 3) -> np.ndarray:
     rng = np.random.default_rng(seed)
     base = np.repeat(np.repeat(rng.integers(0, 256, (h // 10 + 1, w // 10 + 1, 3)), 10, 0), 10, 1)[:h, :w]
     return (base + rng.integers(0, 3, (h, w, 3))).astype(np.uint8)
-
-
-@pytest.fixture(params=["zlib", "isal"])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test with each deflate library (ISA-L only where it is installed)."""
-    if request.param == "zlib":
-        monkeypatch.setattr(png_mod, "_isal", None)
-    elif png_mod._isal is None:
-        pytest.skip("isal is not installed")
-    return str(request.param)
-
-
-@pytest.mark.parametrize("level", [0, 1, 3, 6])
-def test_both_deflate_libraries_write_exact_pngs(backend: str, level: int) -> None:
-    arr = _noise()
-    data = encode_png_fast(arr, level=level)
-    assert np.array_equal(np.asarray(Image.open(io.BytesIO(data))), arr)
-    zlib.decompress(_idat(data))  # a complete zlib stream with a correct Adler-32
-
-
-def _idat(data: bytes) -> bytes:
-    pos, out = 8, []
-    while pos < len(data):
-        n = int.from_bytes(data[pos:pos + 4], "big")
-        if data[pos + 4:pos + 8] == b"IDAT":
-            out.append(data[pos + 8:pos + 8 + n])
-        pos += 12 + n
-    return b"".join(out)
-
-
-@pytest.mark.parametrize(("top", "rows"), [(0, 1), (0, 150), (BAND_ROWS - 1, 2), (BAND_ROWS, 5), (149, 1), (40, 70)])
-def test_patched_bands_decode_to_the_patched_image(backend: str, top: int, rows: int) -> None:
-    arr = _noise()
-    bands = PngBands(arr)
-    patch = arr[top:top + rows].copy()
-    patch[:, 3:9] = (250, 1, 2)
-    expected = arr.copy()
-    expected[top:top + rows] = patch
-    data = bands.png_patched(top, patch)
-    assert np.array_equal(np.asarray(Image.open(io.BytesIO(data))), expected)
-    zlib.decompress(_idat(data))
-    assert np.array_equal(np.asarray(Image.open(io.BytesIO(bands.png()))), arr)  # the base is untouched
-
-
-def test_a_patch_that_changes_nothing_gives_the_base_png_and_a_misfit_is_refused() -> None:
-    arr = _noise()
-    bands = PngBands(arr)
-    assert bands.png_patched(10, arr[10:20].copy()) == bands.png()
-    with pytest.raises(ValueError, match="does not fit"):
-        bands.png_patched(145, arr[:10])
 
 
 @pytest.mark.parametrize("mode", ["RGBA", "L", "P", "RGB"])

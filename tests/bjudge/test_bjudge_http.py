@@ -11,9 +11,9 @@ from bjudge_helpers import answer_for, fact_from_action, screen
 
 from bjudge import FactCache, JudgeConfig, NarrativeBuilder, make_judge
 from core.llm import ChatModel, Ledger, Script
-from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.llm.scripted import ScriptRequest
 from core.trajectory import PointerEvent, Step
+from testing.llm import AnthropicServer, OpenAIServer
 
 SOLVED = "File report.txt saved"
 PLANS = {0: ["Opened the View menu", "Closed the View menu"],

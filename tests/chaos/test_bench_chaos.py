@@ -27,10 +27,10 @@ from chaos_helpers import Figures, scale
 from runner_helpers import desktops_missing, threaded_servers
 
 from core.llm import Ledger, Reply, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout
 from runner.demo_judge import demo_judge_reply
 from runner.demo_policy import DEMO_PLANS, role_of
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.chaos, pytest.mark.desktop, pytest.mark.integration]
 

@@ -39,6 +39,7 @@ async def test_a_killed_environment_is_retried_fresh_and_the_rest_untouched(
     if reason is not None:
         pytest.skip(reason)
     killed: list[int] = []
+    killed_names: list[str] = []
     holder: list[Any] = []
 
     async def kill_once(event: StepEvent) -> None:
@@ -47,12 +48,14 @@ async def test_a_killed_environment_is_retried_fresh_and_the_rest_untouched(
         header = event.rollout_dir.read_info()
         env = next(e for e in holder[0].provider.environments if e.name == header.environment)
         killed.append(_victim(env, part))
+        killed_names.append(env.name)
         os.kill(killed[-1], signal.SIGKILL)
 
     async with open_pool(LocalSettings(base_dir=tmp_path / "envs"), size=2) as pool:
         holder.append(pool)
         ran = await run_wide(tmp_path, pool, {"solver": _solver(), "wrong-item": _wrong_item()},
                              wide={"max_retries": 1}, hooks=[kill_once])
+        victims = {e.name: _victim(e, part) for e in pool.provider.environments if e.desktop.problem() is None}
     headers = ran.layout.task(ran.task.id).headers()
     selection = ran.strategy.selections[ran.task.id]
     figures(f"env_fault_{part}_killed", len(killed))
@@ -62,5 +65,8 @@ async def test_a_killed_environment_is_retried_fresh_and_the_rest_untouched(
     assert killed
     assert headers[0].attempts == 1 and headers[0].step_count == len(_solver().plan) and headers[0].status == "done"
     assert headers[1].attempts == 2 and headers[1].status == "done"
-    assert headers[1].environment not in {None, headers[0].environment}
+    # The retry ran on a live desktop: the other one (once rollout 0 freed it) or the killed
+    # one's replacement, never beside the dead process.
+    assert headers[1].environment is not None
+    assert headers[1].environment != killed_names[0] or victims.get(killed_names[0]) not in (None, killed[0])
     assert selection is not None and selection.chosen == 0 and sorted(selection.candidates) == [0, 1]

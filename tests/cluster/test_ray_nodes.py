@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from cluster_runs import AGENT, TASK, driver_command, rollout_headers
 from netns import CLIENT_PORT, NetnsCluster, Node
-from runner_helpers import live_commands, solver_or_quitter, threaded_servers
+from runner_helpers import sandboxes_under, solver_or_quitter, threaded_servers
 
 from core.llm import Script
-from core.llm.fakeserver import OpenAIServer
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 
@@ -60,13 +60,11 @@ class DesktopWatch:
 
     def _watch(self) -> None:
         while not self._stop.wait(0.3):
-            commands = live_commands()
-            for inside in self.cluster.nodes:
-                for pid in inside.pids():
-                    cmd = commands.get(pid, "")
-                    for owner in self.cluster.nodes:
-                        if cmd.startswith("bwrap") and str(owner.env_dir / "desktops") in cmd:
-                            self.seen.add((owner.address, inside.address))
+            for owner in self.cluster.nodes:
+                sandboxes = set(sandboxes_under(owner.env_dir / "desktops"))
+                for inside in self.cluster.nodes:
+                    if sandboxes & set(inside.pids()):
+                        self.seen.add((owner.address, inside.address))
 
 
 def test_a_wide_run_from_outside_the_cluster_spreads_over_both_nodes(ray_nodes: NetnsCluster, tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from environments.android import AdbLink, AndroidEnvironment, console_port_of
-from environments.android.fake import fake_fleet
 from gprm import uiparser
 from gprm.uiparser import make_parser
 from runner.guided import tree_source
+from testing.android import fake_fleet
 
 pytestmark = pytest.mark.integration
 

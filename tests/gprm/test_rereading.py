@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from core.ocr import TesseractEngine, Word
 from gprm import LocalUIParser
-from gprm.ocr import TesseractEngine, Word
 from gprm.rereading import changed_bands
 
 

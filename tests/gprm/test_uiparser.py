@@ -14,8 +14,8 @@ from gprm_screens import DesktopShot, RenderedScreen, blank_png
 from PIL import Image
 
 from core.images import decode_png, encode_png
+from core.ocr import Word, parse_tesseract_tsv, phrases
 from gprm import LocalUIParser, OmniParserClient, ParserError, UIElement, draw_marks
-from gprm.ocr import Word, parse_tesseract_tsv, phrases
 
 
 def _contains(outer: tuple[int, int, int, int], inner: tuple[int, int, int, int], slack: int = 3) -> bool:
@@ -190,7 +190,7 @@ async def test_a_failing_ocr_engine_is_a_parser_error(rendered: RenderedScreen) 
 def test_strips_are_cut_between_lines_and_read_the_same_words() -> None:
     from PIL import ImageDraw, ImageFont
 
-    from gprm.ocr import TesseractEngine, quiet_rows, split_rows
+    from core.ocr import TesseractEngine, quiet_rows, split_rows
 
     img = Image.new("RGB", (900, 700), "white")
     draw = ImageDraw.Draw(img)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from core.llm import ChatModel, Script
-from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
 from core.llm.scripted import Step
+from testing.llm import AnthropicServer, FakeServer, OpenAIServer
 
 API_KEY = "sk-test-0123456789abcdef"
 

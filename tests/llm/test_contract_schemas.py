@@ -8,10 +8,10 @@ import pytest
 from pydantic import BaseModel
 
 from bjudge import AnswerReply, FactsReply, KeyPointsReply
-from core.llm.fakeserver.schema_rules import check_anthropic_schema, check_openai_schema, check_valid_schema
 from core.llm.structured import ReplyFormat, for_provider
 from gprm import RetrievalReply, RoutingRequest, ScoreReply
 from gprm.contracts import SummaryContract
+from testing.llm.schema_rules import check_anthropic_schema, check_openai_schema, check_valid_schema
 from themis.schemas import (
     JudgeReply,
     LastKReply,

@@ -20,10 +20,10 @@ from core.llm import (
     Usage,
 )
 from core.llm.errors import FINAL_REASONS, one_line
-from core.llm.fakeserver import AnthropicServer, OpenAIServer
-from core.llm.fakeserver.thinking import SIMULATED_THINKING
 from core.llm.limits import ANSWER_TOKENS, THINKING_ROOM
 from core.llm.notices import RetryNotice, watching_retries
+from testing.llm import AnthropicServer, OpenAIServer
+from testing.llm.thinking import SIMULATED_THINKING
 
 KEY = "sk-edges-0123456789"
 ASK = [ChatMessage(role="system", content="Judge the rollout."), ChatMessage(role="user", content="verdict?")]

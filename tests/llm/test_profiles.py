@@ -20,7 +20,6 @@ from core.llm import (
     Script,
     Usage,
 )
-from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.llm.profiles import (
     OVERRIDES_ENV,
     ProfileError,
@@ -32,6 +31,7 @@ from core.llm.profiles import (
     set_overrides,
 )
 from core.llm.providers.anthropic import AnthropicAPI
+from testing.llm import AnthropicServer, OpenAIServer
 
 ASK = [ChatMessage(role="user", content="next?")]
 KEY = "sk-profiles-0123456789"
@@ -216,8 +216,8 @@ def test_the_notes_closing_list_names_every_family_version_and_constant_of_the_r
     import re
     from pathlib import Path
 
-    from core.llm.fakeserver import strict
     from core.llm.profiles import _rules
+    from testing.llm import strict
 
     note = (Path(__file__).parents[2] / "docs" / "model-rules.md").read_text()
     closing = note.split("## Each rule enforced and its source", 1)[1]

@@ -20,8 +20,8 @@ from core.llm import (
     Sampling,
     Script,
 )
-from core.llm.fakeserver import OpenAIServer
 from core.llm.providers.anthropic import to_anthropic
+from testing.llm import OpenAIServer
 
 ASK = [ChatMessage(role="user", content="hi")]
 

@@ -24,7 +24,7 @@ from core.llm import (
     TextPart,
     Usage,
 )
-from core.llm.fakeserver import AnthropicServer
+from testing.llm import AnthropicServer
 
 PNG = bytes(range(256)) * 40  # arbitrary bytes, including every byte value
 SYSTEM = ChatMessage(role="system", content="You operate a desktop.")

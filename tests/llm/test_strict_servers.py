@@ -27,7 +27,7 @@ from core.llm import (
     Sampling,
     Script,
 )
-from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
+from testing.llm import AnthropicServer, FakeServer, OpenAIServer
 
 CASES = yaml.safe_load((Path(__file__).parent / "corpus" / "refused_requests.yaml").read_text())
 KEY = "sk-strict-0123456789"

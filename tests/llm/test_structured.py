@@ -13,9 +13,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from core.llm import ChatMessage, ChatModel, GenerateConfig, ModelCallError, Reply, Script
-from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.llm.profiles import set_overrides
 from core.llm.structured import ReplyFormat, SchemaError, for_provider, strict_schema
+from testing.llm import AnthropicServer, OpenAIServer
 
 KEY = "sk-structured-0123456789"
 ASK = [ChatMessage(role="system", content="Verify the milestone."), ChatMessage(role="user", content="step 3?")]

@@ -15,7 +15,6 @@ import pytest
 from runner_helpers import HARNESS_MODELS, desktops_missing, live_commands, start_desktop
 
 from core.llm import Ledger, Script, ScriptRequest
-from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
 from core.protocols import Environment
 from core.trajectory import RunLayout, Task, TaskResult, Trajectory
 from environments.local import LocalDesktop, LocalEnvironment
@@ -26,6 +25,7 @@ from runner.environments import FixedPool
 from runner.models import build_models
 from runner.rollout import StepHook
 from runner.strategy import RolloutOutcome, SingleRollout, TaskRun
+from testing.llm import AnthropicServer, FakeServer, OpenAIServer
 
 API_KEY = "sk-runner-test-key"
 

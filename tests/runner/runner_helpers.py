@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from core.llm import Reply, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from environments.local import DesktopConfig, LocalDesktop
 from environments.local.spawner import run_all
+from testing.llm import OpenAIServer
 
 _NEEDS = ("Xvfb", "openbox", "mousepad", "xterm", "dbus-daemon", "bwrap", "xdotool", "setpriv")
 
@@ -48,6 +48,27 @@ def live_commands() -> dict[int, str]:
             if cmd:
                 out[int(entry.name)] = cmd
     return out
+
+
+def sandboxes_under(base: Path) -> list[int]:
+    """Live desktop sandboxes (bubblewrap) whose desktop folder is under `base`.
+
+    A desktop's bubblewrap names no host path on its command line (it binds what its
+    launcher staged), but its output goes to the desktop's log, a file under the desktop's
+    folder, which its descriptor still names as the host sees it."""
+    found = []
+    for pid, cmd in live_commands().items():
+        if cmd.split(" ")[0] != "bwrap":
+            continue
+        for fd in (1, 2):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(f"{base}/"):
+                found.append(pid)
+                break
+    return found
 
 
 @contextmanager

@@ -11,10 +11,8 @@ import pytest
 from test_android_wide import NOTE_FIELD, NOTES_ICON, PhoneReplies
 
 from core.llm import Ledger, Script
-from core.llm.fakeserver import OpenAIServer
 from core.protocols import EnvError
 from core.trajectory import RunLayout
-from environments.android.fake import FakeFleet, fake_fleet
 from environments.android.kind import AndroidSettings
 from environments.android.pool import AndroidPool
 from runner.config import load_run_config
@@ -25,6 +23,8 @@ from runner.rollout import StepEvent
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
+from testing.android import FakeFleet, fake_fleet
+from testing.llm import OpenAIServer
 
 pytestmark = pytest.mark.integration
 

@@ -22,9 +22,7 @@ import pytest
 from contract_replies import structured
 from core.images import MARKER_COLOURS, decode_png
 from core.llm import ImagePart, Ledger, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Task, TaskResult
-from environments.android.fake import FakeFleet, fake_fleet
 from runner.config import load_run_config
 from runner.demo_policy import PlannedReplies, action_reply
 from runner.environments import open_pool
@@ -33,6 +31,8 @@ from runner.report import write_report
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
+from testing.android import FakeFleet, fake_fleet
+from testing.llm import OpenAIServer
 
 pytestmark = pytest.mark.integration
 

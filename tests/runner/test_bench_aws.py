@@ -25,11 +25,11 @@ import pytest
 from runner_helpers import desktops_missing, start_desktop, threaded_servers
 
 from core.llm import Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from environments.local import LocalDesktop
 from environments.local.spawner import run_all
 from environments.tasks import SUITE_DIR
 from runner.demo_policy import DEMO_PLANS, role_of
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

@@ -15,8 +15,8 @@ import pytest
 from runner_helpers import desktops_missing
 
 from core.llm import Reply, Script
-from core.llm.fakeserver import OpenAIServer
 from runner.demo_policy import DEMO_PLANS, PlannedReplies, action_reply
+from testing.llm import OpenAIServer
 
 KEY = "sk-cli-test-" + "k" * 16
 CLI = Path(sys.executable).with_name("agent-s3")

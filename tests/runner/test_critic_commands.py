@@ -18,10 +18,10 @@ from PIL import Image, ImageDraw
 from typer.testing import CliRunner
 
 from core.llm import Reply, Script
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RolloutInfo, RunLayout, Step, Task
 from runner.cli import app
 from runner.report import write_report
+from testing.llm import OpenAIServer
 
 CLI = Path(sys.executable).with_name("agent-s3")
 KEY = "sk-critic-cmd-" + "k" * 16

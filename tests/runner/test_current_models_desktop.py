@@ -29,10 +29,10 @@ from test_wide_desktop import _solver, _wrong_item, narrator_and_judge
 
 from contract_replies import structured
 from core.llm import Script, ScriptRequest
-from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.llm.profiles import default_anthropic_version
 from core.trajectory import RunLayout
 from gprm import PAPER_SEEDS
+from testing.llm import AnthropicServer, OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

@@ -211,3 +211,15 @@ def test_the_scan_would_notice_a_kind_branch() -> None:
     caught = _kind_literals(ast.parse('if cfg.kind == "android":\n    pass\nx = {"local": 1}\n'
                                       'ok = name in ("core", "aws")\n'))
     assert [line for line, _ in caught] == [1, 3]
+
+
+def test_branching_on_a_kind_that_cannot_checkpoint_is_one_line(
+    paper_kind: EnvironmentKind[PaperSettings], tmp_path: Path
+) -> None:
+    Script("paper-branch", [PlannedReplies(plan=[action_reply("I press Enter.", 'agent.hotkey(["enter"])')] * 5)] * 40)
+    out = CliRunner().invoke(app, [
+        "run", "--env", "paper", "--task", "Press Enter", "--model", "scripted/paper-branch", "--strategy", "branch",
+        "--branch-at", "1", "--branches", "2", "--judge", "none", "--out", str(tmp_path / "runs"), "--run-id", "b",
+    ], env={"COLUMNS": "400"})  # fmt: skip
+    assert out.exit_code == 2, out.output
+    assert "cannot checkpoint a running rollout: --strategy branch needs environments that can" in _flat(out.output)

@@ -23,11 +23,11 @@ from PIL import Image
 
 from agent_s3 import Click, DesktopOptions, Grounder, GroundingConfig, compile_desktop
 from core.llm import ChatModel, ImagePart, Script, ScriptRequest
-from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
 from core.llm.image_tokens import anthropic_seen_size, openai_seen_size
 from core.llm.profiles import OVERRIDES_ENV
 from core.trajectory import Task
 from environments.local import LocalEnvironment
+from testing.llm import AnthropicServer, FakeServer, OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

@@ -16,12 +16,12 @@ from runner_helpers import desktops_missing, threaded_servers
 
 from contract_replies import structured
 from core.llm import GenerateConfig, Reply, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.llm.profiles import resolve, sampling_params
 from runner.config import load_run_config
 from runner.demo_policy import DEMO_PLANS
 from runner.guide_ablation import GUIDE_VARIANTS, apply_variant, parse_guides, shared_seed
 from runner.guided import guided_config
+from testing.llm import OpenAIServer
 
 PRESETS = Path(__file__).parents[2] / "presets"
 AGENT = Path(sys.executable).with_name("agent-s3")

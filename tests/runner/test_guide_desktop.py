@@ -20,7 +20,6 @@ from runner_helpers import desktops_missing
 
 from contract_replies import structured
 from core.llm import Ledger, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Trajectory
 from environments.local import LocalEnvironment
 from gprm import PAPER_SEEDS, GuideRecord
@@ -32,6 +31,7 @@ from runner.report import write_report
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

@@ -109,7 +109,9 @@ def test_the_run_config_selects_the_chooser_and_the_candidates_sampling() -> Non
 
 
 @pytest.mark.parametrize(("config", "message"), [
-    ({"guide": {"name": "gprm", "options": {"max_tools": 1}}}, "guide.options for gprm: got an unexpected keyword"),
+    ({"guide": {"name": "gprm", "options": {"max_tools": 1}}},
+     r"guide.options.max_tools for gprm: Extra inputs are not permitted \(its options: max_reasks, "),
+    ({"guide": {"name": "gprm", "options": {"max_tool_calls": "two"}}}, "guide.options.max_tool_calls for gprm: Input should"),
     ({"guide": {"name": "prm", "candidates": 3, "seeds": [1, 1, 2]}}, "guide.candidates=3 needs as many distinct seeds"),
     ({"guide": {"name": "prm"}, "policy": {"model": "scripted/demo"}}, "a scripted policy cannot score candidates"),
     ({"guide": {"candidates": 4}}, "--candidates needs a guide to choose among them"),
@@ -125,8 +127,9 @@ def test_bad_guide_settings_are_refused(config: dict[str, object], message: str,
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--guide", "prm", "-c", "guide.options.tools=false"], "error: guide.options for prm: got an unexpected keyword argument 'tools'"),
-    (["--guide", "best"], "error: invalid config: guide.name: Input should be 'gprm', 'prm' or 'none'"),
+    (["--guide", "prm", "-c", "guide.options.tools=false"], "error: guide.options.tools for prm: Extra inputs are not permitted"),
+    (["--guide", "best"], "error: invalid config: guide.name: Value error, unknown guide 'best': use one of gprm, prm or none, "
+                          "or a dotted path package.module:Class of your own"),
 ])
 def test_the_command_line_refuses_bad_guide_settings_in_one_line(args: list[str], message: str) -> None:
     done = CliRunner().invoke(app, ["run", "--task", "Type hello.", "--model", "scripted/x",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import pytest
 from PIL import Image
 
+from contract_replies import structured
 from core.llm import ScriptRequest
 from environments.local import LocalEnvironment
 from gprm import GuideRecord
@@ -51,7 +52,7 @@ def perceiving_guide() -> tuple[Callable[[ScriptRequest], str], list[str]]:
                                "actions": [{"name": "point", "arguments": {"target": TARGET}}]})
         return plan(request)
 
-    return reply, scored
+    return structured(reply), scored
 
 
 #: Mousepad's menu bar, as its accessibility tree names it.

@@ -15,10 +15,10 @@ from runner_helpers import threaded_servers
 from typer.testing import CliRunner
 
 from core.llm import Ledger, Script
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout
 from runner.cli import app
 from runner.demo_judge import demo_judge_reply
+from testing.llm import OpenAIServer
 
 KEY = "sk-osworld-judge"
 

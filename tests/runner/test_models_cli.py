@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 from bjudge import FactsReply
 from core.llm import ImagePart, Reply, Sampling, Script, ScriptRequest
-from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.llm.limits import ANSWER_TOKENS, THINKING_ROOM
 from core.llm.profiles import OVERRIDES_ENV
 from gprm import PAPER_SEEDS
@@ -22,6 +21,7 @@ from runner.cli import app
 from runner.config import load_run_config
 from runner.models_cli import ping_messages, planned_uses
 from runner.pricing import run_model_names
+from testing.llm import AnthropicServer, OpenAIServer
 
 KEY = "sk-models-check-0123456789"
 PRESETS = Path(__file__).parents[2] / "presets"

@@ -18,7 +18,6 @@ from rich.console import Console
 from runner_helpers import desktops_missing
 
 from core.llm import CallRecord, Ledger, Reply, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import Narrative, RolloutInfo, RunLayout, Selection, Step, Task
 from runner.board import RolloutBoard
 from runner.demo_policy import DEMO_PLANS, PlannedReplies
@@ -33,6 +32,7 @@ from runner.module_errors import (
 from runner.progress import StepPrinter
 from runner.report import write_report
 from runner.rollout import StepEvent
+from testing.llm import OpenAIServer
 
 GUIDE_FAILED = "gprm: the scorer's calls failed for good: openai/gpt-5: bad request (bad_request)"
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runner_helpers import live_commands, solver_or_quitter, threaded_servers
+from runner_helpers import sandboxes_under, solver_or_quitter, threaded_servers
 
 from core.llm import Script
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 
@@ -76,8 +76,7 @@ def _outcome(out: Path) -> dict[str, Any]:
 
 
 def _xvfb_under(base: Path) -> list[int]:
-    # A desktop's sandbox (bwrap) names its host folder under `base` in its arguments.
-    return [pid for pid, cmd in live_commands().items() if cmd.split(" ")[0] == "bwrap" and str(base) in cmd]
+    return sandboxes_under(base)
 
 
 @pytest.mark.timeout(150)

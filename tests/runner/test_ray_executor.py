@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runner_helpers import live_commands as _commands
+from runner_helpers import sandboxes_under
 
+from contract_replies import structured
 from core.llm import Ledger, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Selection, TaskResult
 from runner.config import load_run_config
 from runner.demo_policy import DEMO_PLANS, PlannedReplies, action_reply
@@ -31,6 +31,7 @@ from runner.rollout import StepEvent, StepHook
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 
@@ -66,7 +67,7 @@ def _narrator_and_judge(judge_prompts: list[str]) -> Any:
                 return f"<thoughts>Candidate {number} typed apples and saved.</thoughts>\n<answer>{number}</answer>"
         return "<thoughts>None does.</thoughts>\n<answer>1</answer>"
 
-    return reply
+    return structured(reply)
 
 
 @dataclass
@@ -128,8 +129,7 @@ async def _run(root: Path, kind: str, *, hooks: list[StepHook] | None = None,
 
 
 def _xvfb_under(base: Path) -> list[int]:
-    # A desktop's sandbox (bwrap) names its host folder under `base` in its arguments.
-    return [pid for pid, cmd in _commands().items() if cmd.split(" ")[0] == "bwrap" and str(base) in cmd]
+    return sandboxes_under(base)
 
 
 def test_ray_and_asyncio_give_the_same_run(ray_cluster: None, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ ConnectionAbortedError); the two-node tests join a real proxy.
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -50,7 +51,7 @@ class FakeRay:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeRay:
-    monkeypatch.setattr(session.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(time, "sleep", lambda _s: None)  # what tenacity waits with between attempts
     ray = FakeRay([])
     monkeypatch.setattr(session, "ray", ray)
     return ray

@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 from contract_replies import structured
 from core.llm import Ledger, Reply, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RunLayout, Task
 from environments.local import LocalEnvironment
 from runner.cli import app
@@ -29,6 +28,7 @@ from runner.report import write_report
 from runner.retry import RetryUntilSuccess
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

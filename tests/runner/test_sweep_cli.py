@@ -17,11 +17,11 @@ from runner_helpers import threaded_servers
 from typer.testing import CliRunner
 
 from core.llm import Ledger, Reply, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.trajectory import RolloutInfo, RunLayout, Step, Task
 from runner.cli import app
 from runner.demo_judge import demo_judge_reply
 from runner.sweep import MixtureSpec, parse_mixtures, scaled_counts
+from testing.llm import OpenAIServer
 
 KEY = "sk-sweep-test"
 #: model -> task -> scores of its four rollouts (1: the agent declared success and was right)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from core.llm import Ledger
-from core.png import encode_rgb_png
+from core.png import encode_png
 from core.protocols import EnvError, Environment, EnvironmentLost, ExecResult, Sandbox
 from core.trajectory import RunLayout, Task
 from environments.tasks import TaskRunError
@@ -25,7 +25,7 @@ from runner.noop_policy import register_noop
 from runner.outcomes import task_failure
 from runner.strategy import SingleRollout, TaskRun
 
-_PNG = encode_rgb_png(np.full((60, 80, 3), 200, dtype=np.uint8))
+_PNG = encode_png(np.full((60, 80, 3), 200, dtype=np.uint8))
 TASK = Task(id="t-1", instruction="Do the thing.", config=[{"type": "sleep", "parameters": {"seconds": 0}}],
             evaluator={"func": "exact_match", "result": {"type": "rule", "rules": {}}})
 

@@ -1,6 +1,6 @@
 """Claude 5.x thinks by default, and its thinking counts against `max_tokens`: a wide run of
 Claude 5.x policies with default settings, through the `agent-s3` command on real desktops,
-against strict servers that simulate that thinking (`core.llm.fakeserver.thinking`). Every
+against strict servers that simulate that thinking (`testing.llm.thinking`). Every
 call leaves room for the thinking, so no reply comes back cut; the narrator and judge (Claude
 too) answer in their schemas (native structured outputs)."""
 
@@ -18,9 +18,9 @@ from runner_helpers import desktops_missing
 from test_wide_desktop import TASK, _solver, _wrong_item, narrator_and_judge
 
 from core.llm import Ledger, Script
-from core.llm.fakeserver import AnthropicServer
-from core.llm.fakeserver.thinking import SIMULATED_THINKING
 from core.llm.limits import ANSWER_TOKENS, THINKING_ROOM
+from testing.llm import AnthropicServer
+from testing.llm.thinking import SIMULATED_THINKING
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

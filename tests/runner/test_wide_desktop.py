@@ -21,7 +21,6 @@ from runner_helpers import desktops_missing, start_desktop
 
 from contract_replies import structured
 from core.llm import Ledger, Script, ScriptRequest
-from core.llm.fakeserver import OpenAIServer
 from core.protocols import EnvError, Environment
 from core.trajectory import RunLayout, Task, TaskResult
 from environments.local import LocalDesktop, LocalEnvironment
@@ -38,6 +37,7 @@ from runner.rollout import StepEvent, StepHook
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
+from testing.llm import OpenAIServer
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

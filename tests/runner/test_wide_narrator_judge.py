@@ -19,9 +19,7 @@ from test_android_wide import KEY, SCREEN, TASK, _environment, _gives_up, _note_
 from contract_replies import structured
 from core.config import dump_config
 from core.llm import Ledger, Script, ScriptRequest
-from core.llm.fakeserver import AnthropicServer, OpenAIServer
 from core.trajectory import RunLayout
-from environments.android.fake import FakeFleet, fake_fleet
 from runner.config import load_run_config
 from runner.environments import open_pool
 from runner.judge_cli import rejudge
@@ -30,6 +28,8 @@ from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
 from runner.wide_cli import models_by_module
+from testing.android import FakeFleet, fake_fleet
+from testing.llm import AnthropicServer, OpenAIServer
 
 pytestmark = pytest.mark.integration
 

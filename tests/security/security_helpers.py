@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.llm import Script
-from core.llm.fakeserver import OpenAIServer
 from core.llm.scripted import Step
 from core.protocols import ExecResult
 from environments.local import LocalDesktop, LocalEnvironment, desktop_client
 from environments.osworld import OSWorldClient, ServerError
+from testing.llm import OpenAIServer
 
 FIGURES_ENV = "SECURITY_FIGURES"
 SCALE_ENV = "SECURITY_SCALE"

@@ -141,7 +141,7 @@ def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tal
              "--run-id", "hostile-single"]  # fmt: skip
     (code, text), (single_code, said) = asyncio.run(drive_cli([bench, alone], env, plan))
     run = tmp_path / "runs" / "hostile"
-    assert code == 0, text[-3000:]
+    assert code == 4, text[-3000:]  # hostile task files are refused at setup: errored tasks, never scores
     assert "Traceback" not in text, text[-3000:]
     trajectories = {p.parent.parent.name: p.read_text() for p in run.glob("*/rollout-*/traj.jsonl")}
     assert f"LOOP-PLANTED-{tok}" in trajectories.get("scored-with-planted-links", ""), sorted(trajectories)
@@ -149,18 +149,17 @@ def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tal
     assert f"ATTACK-RAN-{tok}" in later, sorted(trajectories)  # the attack ran again after three reverts
 
     # `run` on a hostile task file: refused before the agent starts, said in one line.
-    assert single_code == 0, said  # a task that cannot be set up is a failed rollout, not a crash
-    outcome = [line for line in said.split("\nscore ")[0].splitlines() if line.startswith("outcome")]
-    assert outcome and "task setup failed" in outcome[0] and "Traceback" not in said, said
+    assert single_code == 4, said  # a task that cannot be set up is an errored task, not a crash
+    assert "setup_failed" in said and "Traceback" not in said, said
     assert "outside the task's folders" in " ".join(said.split()), said
     # Each hostile task file is refused, or its step stays inside the desktop, in one line.
     headers = {p.parent.parent.name: json.loads(p.read_text()) for p in run.glob("*/rollout-*/rollout.json")}
     reasons = {k: (h["status"], h.get("reason") or "") for k, h in headers.items()}
-    assert reasons["upload-a-root-only-file"][0] == "errored" and "outside the task's folders" in reasons[
+    assert reasons["upload-a-root-only-file"][0] == "setup_failed" and "outside the task's folders" in reasons[
         "upload-a-root-only-file"][1], reasons  # fmt: skip
-    assert reasons["download-a-root-file-url"][0] == "errored" and "outside the task's folders" in reasons[
+    assert reasons["download-a-root-file-url"][0] == "setup_failed" and "outside the task's folders" in reasons[
         "download-a-root-file-url"][1], reasons  # fmt: skip
-    assert reasons["upload-into-root"][0] == "errored", reasons  # refused inside, as the desktop's user
+    assert reasons["upload-into-root"][0] == "setup_failed", reasons  # refused inside, as the desktop's user
     assert "Permission denied" in reasons["upload-into-root"][1] and "/root" in reasons["upload-into-root"][1]
     for _, reason in reasons.values():
         assert "\n" not in reason
@@ -197,15 +196,15 @@ def test_hostile_task_files_and_replies_through_bench(canary: Canary, tally: Tal
         ),
         "cli_setsid_survivor_after_the_run": (bool(left), f"processes outlived the command: {left}"),
         "cli_task_file_upload_of_a_root_only_file": (
-            reasons["upload-a-root-only-file"][0] != "errored" or leaked,
+            reasons["upload-a-root-only-file"][0] != "setup_failed" or leaked,
             "the task file's upload_file read a root-only host file",
         ),
         "cli_task_file_upload_into_root": (
-            Path(f"/root/agent-s3-pwned-{tok}").exists() or reasons["upload-into-root"][0] != "errored",
+            Path(f"/root/agent-s3-pwned-{tok}").exists() or reasons["upload-into-root"][0] != "setup_failed",
             "the task file's upload_file wrote into /root",
         ),
         "cli_task_file_download_of_a_file_url": (
-            reasons["download-a-root-file-url"][0] != "errored" or leaked,
+            reasons["download-a-root-file-url"][0] != "setup_failed" or leaked,
             "the task file's download read file:///... outside its folders",
         ),
         "cli_task_file_execute_and_getters": (

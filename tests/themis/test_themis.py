@@ -287,7 +287,7 @@ async def test_saved_verdicts_are_reused_only_for_the_same_critic(runs: Path) ->
 def test_make_critic_explains_bad_names_and_options() -> None:
     Script("x", [])
     model = ChatModel.from_name("scripted/x")
-    with pytest.raises(ValueError, match="unknown critic 'oracle': choose one of themis, lastk, sequential"):
+    with pytest.raises(ValueError, match=r"unknown critic 'oracle': use one of themis, lastk or sequential, or a dotted path package.module:Class"):
         make_critic("oracle", model)
     with pytest.raises(ValueError, match="option selector_rounds"):
         make_critic("themis", model, selector_rounds=0)

@@ -12,7 +12,7 @@ import pytest
 from critic_fixtures import PAPER_NOT_QA, Roles, asked_step, build_rollout, js, user_text
 
 from core.llm import ChatModel, Ledger, Script, ScriptRequest
-from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
+from testing.llm import AnthropicServer, FakeServer, OpenAIServer
 from themis import ThemisRecord, make_critic
 from themis.record import ThemisVoteRecord
 from themis.verifier import NO_GOAL

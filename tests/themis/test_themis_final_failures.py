@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.llm import ChatMessage, ChatModel, Reply, Script
-from core.llm.fakeserver import OpenAIServer
+from testing.llm import OpenAIServer
 from themis.asking import ask_json
 from themis.schemas import VerifierReply
 

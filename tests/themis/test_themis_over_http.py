@@ -9,7 +9,7 @@ import pytest
 from critic_fixtures import NOT_QA, Roles, asked_step, build_rollout, images_of, js
 
 from core.llm import ChatModel, Ledger, Script, ScriptRequest
-from core.llm.fakeserver import AnthropicServer, FakeServer, OpenAIServer
+from testing.llm import AnthropicServer, FakeServer, OpenAIServer
 from themis import ThemisRecord, grade_rollout, load_verdict, make_critic
 
 KEY = "sk-test-themis-0123456789"

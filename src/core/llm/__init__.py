@@ -21,7 +21,7 @@ from .errors import (
 from .ledger import Ledger, ModuleTotals
 from .model import ChatModel
 from .prices import Price, PriceTable, price_for, unpriced_models
-from .provider import PROVIDERS, ModelAPI
+from .provider import PROVIDERS, ModelAPI, is_scripted
 from .recorder import Recorder, request_digest
 from .records import CallRecord
 from .retry import RetryDecision, RetryPolicy
@@ -62,6 +62,7 @@ __all__ = [
     "TextPart",
     "UnknownProviderError",
     "Usage",
+    "is_scripted",
     "price_for",
     "request_digest",
     "unpriced_models",

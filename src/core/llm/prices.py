@@ -29,7 +29,7 @@ from genai_prices.data_snapshot import get_snapshot
 from genai_prices.types import ModelInfo, TieredPrices
 from pydantic import BaseModel, ConfigDict
 
-from .provider import split_name
+from .provider import is_scripted, split_name
 from .types import Usage
 
 __all__ = [
@@ -131,7 +131,7 @@ def unpriced_models(names: Iterable[str], overrides: Mapping[str, Price] | None 
     test models are left out, since they cost nothing by construction."""
     out: list[str] = []
     for name in names:
-        if name in out or name.startswith(("scripted/", "replay/")):
+        if name in out or is_scripted(name):
             continue
         if price_for(name, overrides) is None:
             out.append(name)

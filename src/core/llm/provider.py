@@ -2,21 +2,23 @@
 
 An adapter implements only `generate()` (one attempt, no retries) and `classify()` (what
 to do about an exception it raised). `ChatModel` owns everything else. Adapters are found
-by the provider part of a "provider/model" name and imported only when first used.
+by the provider part of a "provider/model" name in `PROVIDERS` and imported only when first
+used; a provider of your own is a dotted path in that part (``my_pkg.api:MyAPI/model-x``), a
+`ModelAPI` subclass registered under its ``provider`` on first use.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
 from core.config import redact_urls
+from core.registry import Registry, UnknownName
 
 from .errors import (
     MalformedReplyError,
@@ -32,9 +34,12 @@ from .retry import RetryDecision
 from .types import ChatMessage, GenerateConfig, ModelOutput
 
 __all__ = [
+    "BUILT_IN_PROVIDERS",
     "PROVIDERS",
+    "SCRIPTED_PROVIDERS",
     "ModelAPI",
     "current_module",
+    "is_scripted",
     "provider_class",
     "rate_limit_headers",
     "resolve_api_key",
@@ -45,8 +50,8 @@ __all__ = [
 #: (the scripted provider records it with each request).
 current_module: ContextVar[str] = ContextVar("current_module", default="")
 
-#: Provider name -> "module:Class", imported lazily.
-PROVIDERS: dict[str, str] = {
+#: The built-in providers: name -> "module:Class", imported lazily.
+BUILT_IN_PROVIDERS: dict[str, str] = {
     "openai": "core.llm.providers.openai:OpenAIAPI",
     "anthropic": "core.llm.providers.anthropic:AnthropicAPI",
     "vllm": "core.llm.providers.openai_compatible:VLLMAPI",
@@ -158,6 +163,19 @@ def rate_limit_headers(headers: object) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in items() if str(k).lower().startswith(_RATE_HEADERS)}
 
 
+#: Providers whose replies come from a script or a recording, never from a model.
+SCRIPTED_PROVIDERS = frozenset({"scripted", "replay"})
+
+
+def is_scripted(model: str | None, label: str | None = None) -> bool:
+    """Whether the replies of `model` (``provider/model``) come from a script or a recording
+    rather than a model, or the run's `label` says they were scripted: the one test behind
+    every SCRIPTED mark and every refusal to let scripted replies stand in as a judge."""
+    if label and "scripted" in label.lower():
+        return True
+    return bool(model) and str(model).partition("/")[0] in SCRIPTED_PROVIDERS and "/" in str(model)
+
+
 def split_name(name: str) -> tuple[str, str]:
     provider, sep, model = name.partition("/")
     if not sep or not provider or not model:
@@ -165,14 +183,25 @@ def split_name(name: str) -> tuple[str, str]:
     return provider, model
 
 
+def _problem(found: Any) -> str | None:
+    if not (isinstance(found, type) and issubclass(found, ModelAPI) and isinstance(getattr(found, "provider", None), str)):
+        return "not a model provider: a subclass of core.llm.provider.ModelAPI with a provider name"
+    return None
+
+
+#: Provider name -> its `ModelAPI` class; the provider part of every model name.
+PROVIDERS: Registry[type[ModelAPI]] = Registry("model provider", check=_problem, name_of=lambda cls: cls.provider)
+for _name, _target in BUILT_IN_PROVIDERS.items():
+    PROVIDERS.register(_name, _target)
+
+
 def provider_class(provider: str) -> type[ModelAPI]:
-    target = PROVIDERS.get(provider)
-    if target is None:
-        known = ", ".join(sorted(PROVIDERS))
-        raise UnknownProviderError(f"unknown model provider {provider!r}; use one of: {known}")
-    module_name, _, attr = target.partition(":")
-    cls: type[ModelAPI] = getattr(importlib.import_module(module_name), attr)
-    return cls
+    """The adapter class of `provider` (a registered name or a dotted path);
+    `UnknownProviderError` naming the providers there are."""
+    try:
+        return PROVIDERS.get(provider)
+    except UnknownName as e:
+        raise UnknownProviderError(str(e)) from None
 
 
 def resolve_api_key(name: str, api_key: str | None, variable: str, *, required: bool = True) -> str | None:

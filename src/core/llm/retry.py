@@ -1,7 +1,7 @@
 """Retry decisions, waits, and the retry loop of one model call.
 
 Each provider's classifier turns an exception into a `RetryDecision`; `RetryPolicy.run`
-retries while the decision allows and the call's total budget (default ten minutes, long
+(tenacity's loop, with the project's classifier and waits) retries while the decision allows and the call's total budget (default ten minutes, long
 enough to ride out a real rate-limit window) is not spent. A rate-limited attempt waits at
 least what the server asked for: `retry-after-ms`, `Retry-After` (seconds or an HTTP date),
 OpenAI's `x-ratelimit-reset-requests` / `-tokens` durations ("1s", "6m0s", "20ms") or
@@ -38,6 +38,7 @@ from email.utils import parsedate_to_datetime
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+from tenacity import AsyncRetrying, RetryCallState
 
 from core import clock as run_clock
 
@@ -129,32 +130,54 @@ class RetryPolicy(BaseModel):
         """`attempt()` until it succeeds, a failure is final, or the budget or attempts run
         out; then the last exception is raised, with a note saying why retrying stopped.
         `on_retry(attempt, decision, error, seconds so far, wait)` hears of each retry before
-        its wait."""
+        its wait.
+
+        The loop is tenacity's: `classify` decides whether a failure is retried, `wait` how
+        long to pause (the server's requested wait a floor), and the call stops when the
+        attempts or the budget (the pause included) would be exceeded."""
         start = self.clock()
-        number = 0
-        while True:
-            number += 1
-            try:
-                return await attempt()
-            except Exception as exc:
-                decision = classify(exc)
-                if not decision.retry:
-                    raise
-                if number >= self.max_attempts:
-                    exc.add_note(f"gave up after {number} attempts")
-                    raise
-                pause = self.wait(number, decision)
-                spent = self.clock() - start
-                if spent + pause > self.budget:
-                    asked = (f"; the server asked to wait {decision.retry_after:.0f} s"
-                             if decision.retry_after is not None and spent + decision.retry_after > self.budget
-                             else "")
-                    exc.add_note(f"gave up after {number} attempts in {spent:.0f} s: the call's retry "
-                                 f"budget is {self.budget:.0f} s{asked}")
-                    raise
-                if on_retry is not None:
-                    on_retry(number, decision, exc, spent, pause)
-                await self.sleep(pause)
+        decided: dict[int, RetryDecision] = {}
+
+        def retryable(state: RetryCallState) -> bool:
+            error = state.outcome.exception() if state.outcome is not None else None
+            if not isinstance(error, Exception):  # a success, or a cancellation or exit
+                return False
+            decided[state.attempt_number] = decision = classify(error)
+            return decision.retry
+
+        def pause(state: RetryCallState) -> float:
+            return self.wait(state.attempt_number, decided[state.attempt_number])
+
+        def give_up(state: RetryCallState) -> bool:
+            number, error = state.attempt_number, _failure(state)
+            if number >= self.max_attempts:
+                error.add_note(f"gave up after {number} attempts")
+                return True
+            spent = self.clock() - start
+            if spent + state.upcoming_sleep > self.budget:
+                retry_after = decided[number].retry_after
+                asked = (f"; the server asked to wait {retry_after:.0f} s"
+                         if retry_after is not None and spent + retry_after > self.budget else "")
+                error.add_note(f"gave up after {number} attempts in {spent:.0f} s: the call's retry "
+                               f"budget is {self.budget:.0f} s{asked}")
+                return True
+            return False
+
+        def tell(state: RetryCallState) -> None:
+            if on_retry is not None:
+                number = state.attempt_number
+                on_retry(number, decided[number], _failure(state), self.clock() - start, state.upcoming_sleep)
+
+        retrying = AsyncRetrying(retry=retryable, wait=pause, stop=give_up, before_sleep=tell,
+                                 sleep=self.sleep, reraise=True)
+        return await retrying(attempt)
+
+
+def _failure(state: RetryCallState) -> BaseException:
+    """The exception of the attempt `state` describes (only failed attempts are asked about)."""
+    error = state.outcome.exception() if state.outcome is not None else None
+    assert error is not None
+    return error
 
 
 def parse_duration(text: str) -> float | None:

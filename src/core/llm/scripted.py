@@ -4,7 +4,7 @@
 script; `ChatModel.from_name("scripted/s")` plays its steps in order. A call beyond the
 last step raises `ScriptError` (and is remembered, so `assert_done()` fails too); unused
 steps make `assert_done()` fail; every request is kept in `script.requests`. The same
-scripts drive the local HTTP servers of `core.llm.fakeserver`, which turn `error` and
+scripts drive the local HTTP servers of `testing.llm`, which turn `error` and
 `fault` into real HTTP faults.
 
 Usage is estimated (`Usage.estimated`): text at about 4 characters a token, images by the
@@ -83,7 +83,7 @@ class Reply:
     #: OpenAI's refusal text (with finish_reason "refusal"); Claude's refusal keeps `text`.
     refusal: str | None = None
     #: Tokens a strict server's model thinks before this reply (None: its effort's usual
-    #: amount, `fakeserver.thinking`), counted against the request's output limit.
+    #: amount, `testing.llm.thinking`), counted against the request's output limit.
     thinking_tokens: int | None = None
 
 

@@ -13,7 +13,7 @@ every object closed (`additionalProperties: false`) with every property required
 optional field is a nullable one), no titles or defaults, `const` as a one-value `enum`.
 Each provider then keeps the keywords its strict mode takes and moves the rest into the
 description, as its SDK does (`for_provider`). What each service refuses is enforced by the
-strict servers (`core.llm.fakeserver.schema_rules`).
+strict servers (`testing.llm.schema_rules`).
 
 Sources: OpenAI structured outputs guide ("Supported schemas": root an object, every field
 required, additionalProperties false, supported keywords, 10 levels and 5000 properties);

@@ -90,6 +90,11 @@ class RolloutInfo(Record):
     score_error: str | None = None
     """Why there is no score although the agent ended: the task's scorer failed on the final
     state (``scoring_failed``), in one line naming the task, the step and the cause."""
+    branch_of: int | None = None
+    """A branch: this rollout continues rollout `branch_of` from the checkpoint taken after
+    its first `branch_at` steps; those shared steps are stored once, there, and this
+    rollout's own steps are numbered from 0."""
+    branch_at: int | None = Field(default=None, ge=1)
 
     @property
     def finished(self) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from core.protocols import Platform
+from core.platforms import Platform
 
 from .base import Record
 

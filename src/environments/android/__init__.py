@@ -1,7 +1,7 @@
 """Android emulators and devices over adb: environments, a pool, snapshots, task endpoints.
 
 Actions arrive as JSON op lists (`ops`), compiled by `agent_s3.compile_android`; the
-simulated phone and local adb server for tests and demos live in `environments.android.fake`.
+simulated phone and local adb server for tests live in `testing.android`.
 """
 
 from .adb import AdbLink, list_devices

@@ -38,6 +38,7 @@ from .ops import (
     parse_ops,
     shell_line,
 )
+from .taskclient import AdbTaskClient
 
 __all__ = ["AndroidEnvironment", "console_port_of", "physical_device_error", "uiautomator_xml"]
 
@@ -241,14 +242,10 @@ class AndroidEnvironment(Environment):
     async def prepare_task(self, task: Task, cache_dir: Path) -> None:
         """Load the task's emulator snapshot (the pool's start one when it names none), then
         run its setup steps as adb shell commands."""
-        from .taskclient import AdbTaskClient  # it refers back to this class
-
         await (self.revert() if task.snapshot in ("", "blank") else self.revert_to(task.snapshot))
         await set_up_with(AdbTaskClient(self), task, cache_dir)
 
     async def score_task(self, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
-        from .taskclient import AdbTaskClient
-
         return await score_with(AdbTaskClient(self), task, cache_dir, last_action=last_action)
 
     async def worker_facts(self) -> WorkerFacts:

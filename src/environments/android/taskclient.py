@@ -5,25 +5,38 @@ setup steps, getters and metrics score Android tasks unchanged.
 wifi_on``); `launch` and `activate_window` start an app by name or package; `close_window`
 force-stops one; `file` and `upload` move bytes with ``exec:cat``. Task files are trusted
 input written by the benchmark's authors; list commands are quoted argument by argument.
+
+The client asks only for a `Device` (an adb link, the apps table, the screen's size), which
+`AndroidEnvironment` is: it knows nothing of the environment class that uses it.
 """
 
 from __future__ import annotations
 
 import shlex
+from typing import Protocol
 
 from core.protocols import ExecResult
 
+from .adb import AdbLink
 from .apps import resolve_app
-from .environment import AndroidEnvironment
 from .ops import shell_line
 
-__all__ = ["AdbTaskClient"]
+__all__ = ["AdbTaskClient", "Device"]
+
+
+class Device(Protocol):
+    """What the task endpoints need of a phone (an `AndroidEnvironment` is one)."""
+
+    link: AdbLink
+    apps: dict[str, str]
+
+    async def screen_size(self) -> tuple[int, int]: ...
 
 
 class AdbTaskClient:
     """Setup steps and evaluator getters of one Android environment."""
 
-    def __init__(self, env: AndroidEnvironment) -> None:
+    def __init__(self, env: Device) -> None:
         self.env = env
 
     def _line(self, command: str | list[str]) -> str:

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["BASE_DIRS", "BASE_FILES", "openbox_config", "write_libreoffice_profile"]
+__all__ = ["BASE_DIRS", "BASE_FILES", "openbox_config", "terminal_command", "write_libreoffice_profile"]
 
 BASE_DIRS = ("Desktop", "Documents", "Downloads", ".cache", ".local/share")
 
@@ -90,12 +90,26 @@ application/msword=libreoffice-writer.desktop
 application/vnd.oasis.opendocument.text=libreoffice-writer.desktop
 """
 
+# VLC as OSWorld's image has it: its web interface on (port 8080, password "password"), which
+# OSWorld's vlc_playing_info getter reads, and no first-start privacy question.
+_VLCRC = """\
+[qt]
+qt-privacy-ask=0
+
+[core]
+extraintf=http
+
+[lua]
+http-password=password
+"""
+
 BASE_FILES: dict[str, str] = {
     ".config/glib-2.0/settings/keyfile": _MOUSEPAD,
     ".config/gtk-3.0/settings.ini": _GTK3,
     ".config/pcmanfm/default/pcmanfm.conf": _PCMANFM,
     ".config/libfm/libfm.conf": _LIBFM,
     ".config/mimeapps.list": _MIMEAPPS,
+    ".config/vlc/vlcrc": _VLCRC,
     ".Xresources": _XRESOURCES,
     ".bashrc": "PS1='\\u@desktop:\\w\\$ '\n",
 }
@@ -119,17 +133,34 @@ _OPENBOX_APPS = """<applications>
 </applications>"""
 
 
-def openbox_config(system_rc: Path = Path("/etc/xdg/openbox/rc.xml")) -> str:
-    """The system openbox configuration with normal windows opening maximized.
+def terminal_command() -> str:
+    """What Ctrl+Alt+T starts: GNOME Terminal as on OSWorld's Ubuntu image (its /terminal
+    reads that terminal's text), else xterm titled "Terminal" (the title OSWorld's tasks
+    activate)."""
+    return "gnome-terminal" if shutil.which("gnome-terminal") else "xterm -T Terminal"
 
-    Agents see apps the way OSWorld's desktops show them (full screen), and small default
-    window sizes never hide the controls a task needs.
+
+def openbox_config(system_rc: Path = Path("/etc/xdg/openbox/rc.xml")) -> str:
+    """The system openbox configuration with normal windows opening maximized and Ubuntu's
+    Ctrl+Alt+T for a terminal.
+
+    Agents see apps the way OSWorld's desktops show them (full screen), small default window
+    sizes never hide the controls a task needs, and the terminal OSWorld's `os` tasks open
+    with Ctrl+Alt+T in their setup opens here too.
     """
     text = system_rc.read_text()
     start, end = text.find("<applications>"), text.find("</applications>")
-    if start < 0 or end < 0:
-        return text
-    return text[:start] + _OPENBOX_APPS + text[end + len("</applications>") :]
+    if start >= 0 and end >= 0:
+        text = text[:start] + _OPENBOX_APPS + text[end + len("</applications>") :]
+    keyboard = text.find("<keyboard>")
+    if keyboard >= 0:
+        binding = (
+            '\n  <keybind key="C-A-t"><action name="Execute">'
+            f"<command>{terminal_command()}</command></action></keybind>"
+        )
+        at = keyboard + len("<keyboard>")
+        text = text[:at] + binding + text[at:]
+    return text
 
 
 def _libreoffice_version(soffice: str) -> str | None:

@@ -9,6 +9,16 @@ not exist inside. The sandbox has its own pid, IPC and UTS namespaces and always
 namespace of its own: loopback only, or (for a task that needs the internet) one prepared by
 `netns` behind a user-mode NAT, never the host's. Everything in it runs as the desktop's own
 uid with no capabilities and no way to gain any (``no_new_privs``).
+
+The sandbox lives in a user namespace of its own (`userns`) where two ids exist: the
+desktop's account and its root, an unprivileged host uid leased for the desktop alone. The
+first process inside is that root (`rootd`, a container's capability set, no
+``CAP_SYS_ADMIN``): it starts the session as the account and answers ``sudo``
+(`sudo_client`), so root of the desktop reaches the desktop's own files and processes and
+nothing of the host. ``/usr/local`` is the desktop's own, as on OSWorld's image: ``python``
+(the system interpreter with OSWorld's in-VM packages, `desktop_site`), ``sudo``,
+``google-chrome`` (Debian's Chromium with Chrome's profile folder, where OSWorld's getters
+read it), and room for what root installs there.
 """
 
 from __future__ import annotations
@@ -21,7 +31,18 @@ from pathlib import Path
 
 from core.protocols import EnvError
 
-__all__ = ["HOME", "OPT", "SYSTEM_DIRS", "Confinement", "group_file", "passwd_file", "sandbox_python"]
+__all__ = [
+    "DESKTOP_PATH",
+    "HOME",
+    "OPT",
+    "SITE_ENV",
+    "SYSTEM_DIRS",
+    "Confinement",
+    "desktop_site",
+    "group_file",
+    "passwd_file",
+    "sandbox_python",
+]
 
 #: The account's home inside every desktop (OSWorld's tasks name paths under it).
 HOME = "/home/user"
@@ -31,14 +52,25 @@ OPT = "/opt/agent-s3"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 #: Extra read-only system data some apps need, bound when present.
 _OPTIONAL_RO = ("/var/cache/fontconfig", "/var/lib/dbus")
-_PATH = "/usr/local/bin:/usr/bin:/bin"
+#: The account's PATH (Ubuntu's default for a user, as on OSWorld's image).
+DESKTOP_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games:/usr/local/games"
+#: Names a folder of the desktops' Python packages other than ``<venv>/desktop-site``.
+SITE_ENV = "AGENT_S3_DESKTOP_SITE"
+#: The caps bubblewrap leaves to the desktop's root (`rootd.ROOT_CAPS`; rootd cuts the
+#: bounding set to the same).
+_ROOT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
+              "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT")
+_HERE = Path(__file__).resolve().parent
+_LOCAL_MIB = 256
+#: `userns.STAGE`: where the launcher shows the host paths bubblewrap binds.
+_STAGE = "/tmp"
 
 
 def passwd_file(uid: int, gid: int) -> bytes:
     """An /etc/passwd with root, nobody and the desktop's ``user`` (so ``ps``, ``id`` and
     LibreOffice name the account, and ``~user`` resolves)."""
     return (
-        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        "root:x:0:0:root:/root:/bin/bash\n"
         f"user:x:{uid}:{gid}:Desktop user:{HOME}:/bin/bash\n"
         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
     ).encode()
@@ -49,16 +81,31 @@ def group_file(gid: int) -> bytes:
 
 
 def sandbox_python() -> str:
-    """A system interpreter of the running Python's version (a virtualenv's base interpreter
-    may live in a private folder such as /root/.pyenv, which the sandbox does not show)."""
+    """The system interpreter of the running Python's version (a virtualenv's base interpreter
+    may live in a private folder such as /root/.pyenv, which the sandbox does not show; the
+    host's /usr/local is not shown either: the desktop has its own)."""
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    for python in (f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"):
-        if os.path.exists(python):
-            return python
+    python = f"/usr/bin/python{version}"
+    if os.path.exists(python):
+        return python
     raise EnvError(
         f"desktops need a system Python {version} (with tkinter) for their controller; "
         f"install python{version} and python3-tk (apt-get install python3-tk)"
     )
+
+
+def desktop_site() -> Path:
+    """The desktops' own site-packages: what OSWorld's image has for its ``python`` (pyautogui
+    and the packages its setup steps and getters import), kept apart from the project's
+    (OpenCV, aiohttp ...) so ``python -c "import pyautogui"`` starts as fast as there."""
+    chosen = os.environ.get(SITE_ENV)
+    site = Path(chosen) if chosen else Path(sys.prefix) / "desktop-site"
+    if not (site / "pyautogui").is_dir():
+        raise EnvError(
+            f"desktops need their own Python packages at {site} (pyautogui and what OSWorld's tasks "
+            f"import); run scripts/setup.sh, or point {SITE_ENV} at such a folder"
+        )
+    return site.resolve()
 
 
 def _project_paths() -> list[str]:
@@ -85,6 +132,8 @@ class Confinement:
     uid: int
     gid: int
     home: Path
+    #: The host uid that is root inside the desktop (and its gid); None runs no root at all.
+    root_uid: int | None = None
     hostname: str = "desktop"
     netns: tuple[str, ...] = ()
     resolv_conf: Path | None = None
@@ -98,11 +147,29 @@ class Confinement:
             inside.append((path, f"{OPT}/src" if i == 0 else f"{OPT}/lib{i}"))
         return inside
 
-    def argv(self, program: Sequence[str], *, passwd_fd: int, group_fd: int) -> list[str]:
-        """The bwrap command that runs ``program`` inside, as the desktop's uid."""
+    def argv(
+        self,
+        program: Sequence[str],
+        *,
+        passwd_fd: int,
+        group_fd: int,
+        password_fd: int | None = None,
+        keep_fds: Sequence[int] = (),
+    ) -> list[str]:
+        """The command that runs ``program`` inside, as the desktop's uid.
+
+        With ``root_uid``, the sandbox is made in the desktop's user namespace and its first
+        process is the desktop's root (`rootd`, which reads the sudo password from
+        ``password_fd`` and hands ``keep_fds`` on to ``program``). Host folders are then bound
+        from descriptors the launcher opens as the host's root (`_Sources`): the desktop's
+        root may not even traverse the root-only folders they live in."""
         if bool(self.netns) != (self.resolv_conf is not None):
             raise EnvError("a desktop's network namespace and its resolv.conf go together")
-        argv = [*self.netns, "bwrap"]
+        if self.root_uid is not None and password_fd is None:
+            raise EnvError("a desktop with a root needs its sudo password on a descriptor")
+        python = sandbox_python()
+        src = _Sources(staged=self.root_uid is not None)
+        argv = ["bwrap"]
         for folder in SYSTEM_DIRS:
             if os.path.islink(folder):
                 argv += ["--symlink", os.readlink(folder), folder]
@@ -111,20 +178,21 @@ class Confinement:
         argv += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
         argv += ["--perms", "0644", "--ro-bind-data", str(group_fd), "/etc/group"]
         if self.resolv_conf is not None:  # the NAT's resolver, not the host's
-            argv += ["--ro-bind", str(self.resolv_conf), "/etc/resolv.conf"]
+            argv += src.bind(self.resolv_conf, "/etc/resolv.conf")
         # bwrap makes missing parents of a mount 0700 root: make them enterable first.
         for folder in ("/var", "/var/cache", "/var/lib", "/opt", OPT):
             argv += ["--perms", "0755", "--dir", folder]
         for folder in _OPTIONAL_RO:
             argv += ["--ro-bind-try", folder, folder]
+        argv += self._usr_local(python, src)
         argv += ["--dev", "/dev", "--proc", "/proc"]
         argv += ["--size", str(self.shm_bytes), "--tmpfs", "/dev/shm"]
         argv += ["--size", str(self.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
-        argv += ["--tmpfs", "/run", "--tmpfs", "/var/tmp"]
+        argv += ["--tmpfs", "/run", "--tmpfs", "/var/tmp", "--perms", "0700", "--dir", "/root"]
         paths = self.python_paths()
         for host, inside in paths:
-            argv += ["--ro-bind", host, inside]
-        argv += ["--perms", "0755", "--dir", "/home", "--bind", str(self.home), HOME, "--chdir", HOME]
+            argv += src.bind(host, inside)
+        argv += ["--perms", "0755", "--dir", "/home", *src.bind(self.home, HOME, writable=True), "--chdir", HOME]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.netns:
             argv += ["--unshare-net"]
@@ -134,7 +202,7 @@ class Confinement:
             "USER": "user",
             "LOGNAME": "user",
             "SHELL": "/bin/bash",
-            "PATH": _PATH,
+            "PATH": DESKTOP_PATH,
             "LANG": "C.UTF-8",
             "TMPDIR": "/tmp",
             "PYTHONPATH": ":".join(inside for _, inside in paths),
@@ -142,11 +210,57 @@ class Confinement:
         }
         for key, value in env.items():
             argv += ["--setenv", key, value]
-        argv += [
-            "--",
+        drop = [
             "setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
             "--",
-            *program,
         ]  # fmt: skip
+        if self.root_uid is None:
+            return [*self.netns, *argv, "--", *drop, *program]
+        argv += ["--cap-drop", "ALL"]
+        for cap in _ROOT_CAPS:
+            argv += ["--cap-add", cap]
+        launcher = [python, "-I", "-S", str(_HERE / "userns.py"), *src.stage_args(), str(self.root_uid), str(self.uid)]
+        rootd = f"{OPT}/src/environments/local/rootd.py"
+        return [
+            *self.netns, *launcher, "--", *argv, "--",
+            python, "-I", "-S", rootd, "--password-fd", str(password_fd), "--user-uid", str(self.uid),
+            "--keep-fds", ",".join(str(fd) for fd in keep_fds), "--",
+            *drop, *program,
+        ]  # fmt: skip
+
+    def _usr_local(self, python: str, src: _Sources) -> list[str]:
+        """The desktop's own /usr/local: ``python`` (with `desktop_site`) and ``sudo``; the rest
+        of the tmpfs is root's to fill (``sudo pip install``), gone at revert."""
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        argv = ["--size", str(_LOCAL_MIB * 1024 * 1024), "--perms", "0755", "--tmpfs", "/usr/local"]
+        for folder in ("bin", "sbin", "lib", f"lib/{version}", "share"):
+            argv += ["--perms", "0755", "--dir", f"/usr/local/{folder}"]
+        argv += src.bind(desktop_site(), f"/usr/local/lib/{version}/dist-packages")
+        argv += ["--symlink", python, "/usr/local/bin/python", "--symlink", python, "/usr/local/bin/python3"]
+        if self.root_uid is not None:
+            argv += src.bind(_HERE / "sudo_client.py", "/usr/local/bin/sudo")
+        if os.path.exists("/usr/bin/chromium") and not os.path.exists("/usr/bin/google-chrome"):
+            for name in ("google-chrome", "chromium"):  # see the scripts in ./bin
+                argv += src.bind(_HERE / "bin" / name, f"/usr/local/bin/{name}")
         return argv
+
+
+class _Sources:
+    """Host paths bound into the sandbox: by path while bubblewrap runs as the host's root;
+    in the desktop's user namespace, from where the launcher stages them (`userns.STAGE`),
+    since the desktop's root may not traverse the root-only folders they live in."""
+
+    def __init__(self, *, staged: bool) -> None:
+        self.staged = staged
+        self._paths: list[str] = []
+
+    def bind(self, host: str | os.PathLike[str], inside: str, *, writable: bool = False) -> list[str]:
+        kind = "--bind" if writable else "--ro-bind"
+        if not self.staged:
+            return [kind, str(host), inside]
+        self._paths.append(str(host))
+        return [kind, f"{_STAGE}/s{len(self._paths)}", inside]
+
+    def stage_args(self) -> list[str]:
+        return [arg for i, path in enumerate(self._paths, 1) for arg in ("--stage", f"s{i}={path}")]

@@ -62,9 +62,9 @@ class DesktopConfig:
     ``network``: whether the desktop reaches the internet (`NetworkMode`; never the host's
     own network: a user-mode NAT that cannot reach this machine's addresses). With ``task``
     a desktop has loopback only until it is reverted for a task that needs the internet.
-    ``sandbox`` runs the coding agent's code in a further
-    sandbox inside the desktop (private /tmp, no view of the desktop's other files' changes
-    outside the home). Limits: ``memory_mib`` (RAM of every process, home and /tmp
+    ``sandbox`` offers the coding agent (its code runs in the desktop's session, as
+    its account: the desktop is its confinement). ``password`` is the account's, which
+    ``sudo`` inside asks for (OSWorld's image: "password"). Limits: ``memory_mib`` (RAM of every process, home and /tmp
     included), ``pids_max`` (processes and threads), ``home_mib`` (the home's size).
     ``tcp_forward`` adds a token-checked door on the host's 127.0.0.1 for tools that need a URL.
     ``spare`` keeps a second sandbox started and waiting, so revert only swaps it in; it costs
@@ -86,6 +86,7 @@ class DesktopConfig:
     tcp_forward: bool = False
     start_timeout: float = 30.0
     spare: bool = True
+    password: str = "password"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +141,13 @@ class LocalDesktop:
             width=config.width,
             height=config.height,
             depth=config.depth,
-            sandbox=config.sandbox,
             accessibility=config.accessibility,
             memory_mib=config.memory_mib,
             pids_max=config.pids_max,
             home_mib=config.home_mib,
             tmp_mib=config.tmp_mib,
             start_timeout=config.start_timeout,
+            password=config.password,
         )
         self._forwarder: TcpForwarder | None = None
         self._token = ""
@@ -328,14 +329,20 @@ class LocalDesktop:
         return pss_kib(p.pid for p in self.spare_processes())
 
     def infra_pids(self) -> dict[str, int]:
-        """Host pids of the display, bus, window manager and server (for fault injection)."""
+        """Host pids of the display, bus, window manager, server (the session) and the
+        desktop's root broker (for fault injection)."""
         roles = {"Xvfb": "xvfb", "dbus-daemon": "dbus", "openbox": "wm"}
         found: dict[str, int] = {}
-        init = None if self._live is None else self._live.init_pid
-        for p in self.processes():
+        live = self._live
+        init = None if live is None else live.init_pid
+        processes = self.processes()
+        root = [p.pid for p in processes if p.ppid == init]
+        for p in processes:
             if p.comm in roles:
                 found.setdefault(roles[p.comm], p.pid)
             elif p.ppid == init:
+                found.setdefault("root", p.pid)
+            elif p.ppid in root and live is not None and p.uid == live.uid:
                 found.setdefault("server", p.pid)
         return found
 

@@ -23,11 +23,12 @@ from core.protocols import (
     WorkerFacts,
 )
 from core.trajectory import Task
+from environments.tasks.readiness import Readiness
 
-from . import tasking
 from .desktop import DesktopInfo, LocalDesktop
 from .snapshot import SnapshotSpec
 from .spawner import run_blocking
+from .tasking import DesktopTasks
 
 __all__ = ["LocalEnvironment"]
 
@@ -54,6 +55,18 @@ class LocalEnvironment(Environment):
         self._inner = inner
         self._on_close = on_close
         self._closed = False
+        #: The task part of `Environment`: setup, scoring, facts.
+        self.tasks = DesktopTasks(desktop, self.revert_to)
+
+    @property
+    def last_readiness(self) -> Readiness | None:
+        """How the last task's wait for a ready desktop ended (None before any task with setup)."""
+        return self.tasks.last_readiness
+
+    @property
+    def last_setup_warnings(self) -> list[str]:
+        """The last task's setup commands that ran but exited non-zero (one line each)."""
+        return self.tasks.last_setup_warnings
 
     @property
     def info(self) -> DesktopInfo:
@@ -122,10 +135,10 @@ class LocalEnvironment(Environment):
         await run_blocking(lambda: self.desktop.revert(snapshot, needs_network=needs_network))
 
     async def prepare_task(self, task: Task, cache_dir: Path) -> None:
-        await tasking.prepare(self, task, cache_dir)
+        await self.tasks.prepare(task, cache_dir)
 
     async def score_task(self, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
-        return await tasking.score(self, task, cache_dir, last_action=last_action)
+        return await self.tasks.score(task, cache_dir, last_action=last_action)
 
     async def start_recording(self) -> bool:
         return await self._guard(self._inner.start_recording)
@@ -134,15 +147,16 @@ class LocalEnvironment(Environment):
         return await self._guard(self._inner.end_recording)
 
     async def worker_facts(self) -> WorkerFacts:
-        return tasking.facts(self)
+        return self.tasks.facts()
 
     async def accessibility_tree(self) -> str | None:
-        return await tasking.accessibility_tree(self)
+        return await self.tasks.accessibility_tree()
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self.tasks.close_proxy()
         try:
             await self._inner.close()
         finally:

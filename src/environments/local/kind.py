@@ -56,10 +56,10 @@ class LocalSettings(EnvironmentSettings):
     when the machine has room for it (else off, said in one line); true counts it in the
     capacity check even if fewer desktops fit; false never starts one."""
     network: Literal["off", "task", "on"] = "task"
-    """Internet for the desktops: ``task`` gives it only to a task that needs it (a browser
-    task, a remote URL in its setup, ``requires_network: true``; see
-    `environments.tasks.network`), ``off`` to none, ``on`` to every task. It is a user-mode NAT
-    that never reaches this machine's own addresses; without it a desktop has loopback only."""
+    """Internet: ``task`` gives it only to a task that needs it (a browser task, a remote URL
+    in its setup, ``requires_network: true``; see `environments.tasks.network`), ``off`` to
+    none, ``on`` to every task. It is a user-mode NAT that never reaches this machine's own
+    addresses; without it a desktop has loopback only."""
 
 
 def plan_desktops(requested: int, cfg: LocalSettings, room: MachineRoom | None = None) -> int:

@@ -15,6 +15,7 @@ its socket and the model has not seen it, so the home it brings is the snapshot'
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -50,13 +51,14 @@ class SandboxSettings:
     width: int
     height: int
     depth: int
-    sandbox: bool
     accessibility: bool
     memory_mib: int
     pids_max: int
     home_mib: int
     tmp_mib: int
     start_timeout: float
+    #: The account's password, which ``sudo`` inside asks for (OSWorld's image: "password").
+    password: str = "password"
 
 
 class Sandbox:
@@ -98,6 +100,8 @@ class Sandbox:
         self._token = token
         self._settings = settings
         self._lease: UidLease | None = None
+        #: The host uid that is root inside (see `confine`), leased like the account's.
+        self._root_lease: UidLease | None = None
         self._cgroup: DesktopCgroup | None = None
         self._listener: socket.socket | None = None
         self._socket_ino: int | None = None
@@ -120,6 +124,13 @@ class Sandbox:
         return self._lease.uid
 
     @property
+    def root_uid(self) -> int:
+        """The host uid of the desktop's root (an unprivileged uid of the desktops' range)."""
+        if self._root_lease is None:
+            raise EnvError(f"sandbox {self.socket_path} holds no root uid")
+        return self._root_lease.uid
+
+    @property
     def pid(self) -> int | None:
         """Host pid of the sandbox's outermost process (None before start and after close)."""
         return None if self._proc is None else self._proc.pid
@@ -134,6 +145,7 @@ class Sandbox:
         t0 = time.monotonic()
         cfg = self._settings
         self._lease = lease_uid()
+        self._root_lease = lease_uid()
         self._cgroup = DesktopCgroup(self._marker, memory_bytes=cfg.memory_mib * _MIB, pids_max=cfg.pids_max)
         self.socket_path.unlink(missing_ok=True)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -224,6 +236,11 @@ class Sandbox:
             proc = self._proc
         if self.init_pid is not None and pid_namespace(self.init_pid) == self.namespace:
             _kill(self.init_pid)
+            if proc is not None:
+                # bubblewrap's outer process reaps its init and exits: killed first, it would
+                # leave the init a zombie of the desktop's root uid until the host's init reaps it.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=1.0)
         if proc is not None:
             _kill(proc.pid)
         if self._cgroup is not None:
@@ -258,20 +275,20 @@ class Sandbox:
             self._listener = None
             self._unlink_socket()
         self.log.unlink(missing_ok=True)  # its errors were read when it failed; nothing piles up
-        if self._lease is not None:
+        for attr in ("_lease", "_root_lease"):
+            lease = getattr(self, attr)
+            if lease is None:
+                continue
+            setattr(self, attr, None)
             for _ in range(500):  # a killed process leaves /proc a moment after its namespace
-                if not uid_busy(self._lease.uid):
+                if not uid_busy(lease.uid):
                     break
                 time.sleep(0.01)
             else:
                 # Keep the lease (and so the uid) out of use for this process's life.
-                _log.error(
-                    "processes of uid %d outlived their sandbox; the uid is not reused", self._lease.uid
-                )
-                self._lease = None
-                return
-            self._lease.release()
-            self._lease = None
+                _log.error("processes of uid %d outlived their sandbox; the uid is not reused", lease.uid)
+                continue
+            lease.release()
 
     # -- queries ------------------------------------------------------------------------
 
@@ -312,13 +329,14 @@ class Sandbox:
         home_setup = home_setup_argv(self.template, self.home, uid=uid, size_bytes=cfg.home_mib * _MIB)
         net = self.net
         confinement = Confinement(
-            uid=uid, gid=uid, home=self.home, tmp_bytes=cfg.tmp_mib * _MIB,
+            uid=uid, gid=uid, home=self.home, root_uid=self.root_uid, tmp_bytes=cfg.tmp_mib * _MIB,
             netns=tuple(net.enter_argv()) if net is not None else (),
             resolv_conf=net.resolv_conf if net is not None else None,
         )  # fmt: skip
         launch = [[list(a.argv), a.window] for a in self.spec.launch]
         token_r, token_w = os.pipe()
         ready_r, ready_w = os.pipe()
+        password = _memfd("password", cfg.password.encode())
         passwd = _memfd("passwd", passwd_file(uid, uid))
         group = _memfd("group", group_file(uid))
         listen_fd = self._listener.fileno()
@@ -330,10 +348,11 @@ class Sandbox:
         ]  # fmt: skip
         if not cfg.accessibility:
             program.append("--no-accessibility")
-        if not cfg.sandbox:
-            program.append("--no-sandbox")
         join = self._cgroup.join_argv() if self._cgroup is not None else []
-        argv = [*join, *home_setup, *confinement.argv(program, passwd_fd=passwd, group_fd=group)]
+        inside = confinement.argv(
+            program, passwd_fd=passwd, group_fd=group, password_fd=password, keep_fds=(listen_fd, token_r, ready_w)
+        )
+        argv = [*join, *home_setup, *inside]
         try:
             os.write(token_w, self._token.encode())
             os.close(token_w)
@@ -348,7 +367,7 @@ class Sandbox:
                         stdin=subprocess.DEVNULL,
                         stdout=out,
                         stderr=out,
-                        pass_fds=(listen_fd, token_r, ready_w, passwd, group),
+                        pass_fds=(listen_fd, token_r, ready_w, passwd, group, password),
                         process_group=0,
                         close_fds=True,
                     )
@@ -361,7 +380,7 @@ class Sandbox:
             os.close(ready_r)
             raise
         finally:
-            for fd in (token_r, ready_w, passwd, group, token_w):
+            for fd in (token_r, ready_w, passwd, group, password, token_w):
                 if fd >= 0:
                     os.close(fd)
         return ready_r

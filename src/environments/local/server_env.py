@@ -41,4 +41,6 @@ def server_environment(desktop: LocalDesktop, *, action_timeout: float = 30.0) -
     async def revert() -> None:
         await run_blocking(desktop.revert)
 
-    return OSWorldDesktop(client, name=desktop.name, revert=revert, action_timeout=action_timeout)
+    return OSWorldDesktop(
+        client, name=desktop.name, revert=revert, action_timeout=action_timeout, with_sandbox=desktop.config.sandbox
+    )

@@ -8,6 +8,10 @@ argv or a file), and a pipe on which it reports ``ready`` once the server accept
 If the X server, the bus or the window manager dies, the session ends, and the sandbox and
 every process in it with it: the host sees a lost desktop.
 
+The project's own import path (``PYTHONPATH``: its sources and libraries under /opt) is for
+this process alone: everything the desktop runs (apps, commands, the coding agent's code,
+``python -c`` of OSWorld's controller) gets the desktop's own Python, as on OSWorld's image.
+
 Run by the host as ``python -m environments.local.session --listen-fd N --token-fd N
 --ready-fd N --width W --height H [--launch JSON]``.
 """
@@ -40,6 +44,8 @@ _log = logging.getLogger("environments.local.session")
 _PR_SET_DUMPABLE = 4
 _RUNTIME = Path("/tmp/runtime-user")
 _PRIVATE = Path("/tmp/.agent-s3")
+#: Set for this process by the sandbox; never passed on to what the desktop runs.
+_PRIVATE_ENV = ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
 
 
 def make_undumpable() -> None:
@@ -122,12 +128,9 @@ async def _serve(
     from environments.server.config import ServerConfig
     from environments.server.serve import serve
 
-    config = ServerConfig(
-        token=token,
-        platform="ubuntu",
-        sandbox="bwrap" if args.sandbox else "none",
-        sandbox_home=Path(HOME) if args.sandbox else None,
-    )
+    # The coding agent's code runs in this session, as the account, with its display, bus and
+    # processes (the paper's coding agent acts inside the VM); the desktop is its confinement.
+    config = ServerConfig(token=token, platform="ubuntu")
     config.validate()
     listener = socket.socket(fileno=args.listen_fd)
     stop = asyncio.Event()
@@ -186,10 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--height", type=int, default=1080)
     parser.add_argument("--depth", type=int, default=24)
     parser.add_argument("--no-accessibility", dest="accessibility", action="store_false")
-    parser.add_argument("--no-sandbox", dest="sandbox", action="store_false")
     parser.add_argument("--launch", default="[]", help="JSON list of [argv, window title or null]")
     parser.add_argument("--start-timeout", type=float, default=30.0)
     args = parser.parse_args(argv)
+    for name in _PRIVATE_ENV:  # imports are resolved; children get the desktop's own Python
+        os.environ.pop(name, None)
     token = _read_all(args.token_fd).decode().strip()
     if not token:
         print("error: no token on --token-fd; the host must write one", file=sys.stderr)

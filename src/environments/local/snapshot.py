@@ -32,7 +32,7 @@ __all__ = [
     "snapshot_spec",
 ]
 
-_FORMAT = 3
+_FORMAT = 4
 _BUILD_LOCK = threading.Lock()
 
 

@@ -60,13 +60,14 @@ def uid_busy(uid: int) -> bool:
     return False
 
 
-def lease_uid(lock_dir: Path = LOCK_DIR) -> UidLease:
-    """Lease the first free desktop uid; raises `EnvError` when all are taken."""
+def lease_uid(lock_dir: Path = LOCK_DIR, *, first: int = FIRST_UID, slots: int = SLOTS) -> UidLease:
+    """Lease the first free uid of ``first`` + ``slots`` (the desktops' range by default; VMs
+    have their own); raises `EnvError` when all are taken."""
     lock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(lock_dir, 0o700)
     with _LOCAL:
-        for slot in range(SLOTS):
-            uid = FIRST_UID + slot
+        for slot in range(slots):
+            uid = first + slot
             fd = os.open(lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -78,6 +79,6 @@ def lease_uid(lock_dir: Path = LOCK_DIR) -> UidLease:
                 continue
             return UidLease(uid=uid, _fd=fd)
     raise EnvError(
-        f"all {SLOTS} desktop uids from {FIRST_UID} are in use; close other runs' desktops "
+        f"all {slots} uids from {first} are in use; close other runs' desktops or VMs "
         "(`agent-s3 env down --all`) first"
     )

@@ -10,7 +10,16 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["BODY_TIMEOUT_S", "bad_request", "command_argv", "expand_args", "expand_path", "json_body"]
+__all__ = [
+    "BODY_TIMEOUT_S",
+    "bad_request",
+    "command_argv",
+    "expand_args",
+    "expand_path",
+    "json_body",
+]
+
+
 
 
 def bad_request(message: str) -> web.HTTPBadRequest:

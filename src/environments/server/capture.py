@@ -40,12 +40,12 @@ class ScreenCapture:
     def _png(self) -> bytes:
         import numpy as np
 
-        from core.png import encode_rgb_png
+        from core.png import encode_png
 
         self._open()
         shot = self._mss.grab(self._mss.monitors[1])
         bgra = np.frombuffer(shot.bgra, np.uint8).reshape(shot.height, shot.width, 4)
-        return encode_rgb_png(bgra[:, :, 2::-1], level=self.compress_level)
+        return encode_png(bgra[:, :, 2::-1], level=self.compress_level)
 
     def _pointer(self) -> tuple[int, int]:
         self._open()

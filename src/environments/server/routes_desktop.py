@@ -13,7 +13,7 @@ from aiohttp import web
 from environments.server.app_names import equivalent_argv
 from environments.server.bodies import command_argv, expand_path, json_body
 from environments.server.processes import run_captured
-from environments.server.routes_exec import flag_field, timeout_field
+from environments.server.routes_exec import shell_field, timeout_field
 from environments.server.state import STATE, ServerState
 
 __all__ = ["routes"]
@@ -50,7 +50,7 @@ async def platform_name(request: web.Request) -> web.Response:
 async def launch(request: web.Request) -> web.Response:
     state = request.app[STATE]
     data = await json_body(request)
-    shell = flag_field(data, "shell")
+    shell = shell_field(data)
     command = data.get("command", "" if shell else [])
     try:
         argv = command_argv(command, shell)

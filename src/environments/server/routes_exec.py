@@ -7,10 +7,11 @@ after running instead of failing with 500, and a timeout is a 200 with `returnco
 script twice.
 
 Fields that steer execution are checked strictly, since a lenient reading turns a client's
-mistake into its opposite: `shell` must be a JSON boolean (``"false"`` is a non-empty
-string, true to Python), and a `timeout` must be a finite number of seconds above zero and
-at most `MAX_TIMEOUT_S` (NaN, infinity or a negative number would disable the limit).
-Either mistake is a 400 naming the field.
+mistake into its opposite: `shell` is a JSON boolean or one of the strings OSWorld's task
+files use, read as OSWorld's server reads them (`environments.shell_flag`: ``"true"`` and
+``"false"`` are non-empty strings, so both run through a shell), and a `timeout` must be a
+finite number of seconds above zero and at most `MAX_TIMEOUT_S` (NaN, infinity or a
+negative number would disable the limit). Any other value is a 400 naming the field.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from core.protocols import ExecResult
 from environments.server.bodies import bad_request, command_argv, expand_path, json_body
 from environments.server.processes import run_captured
 from environments.server.state import STATE, ServerState
+from environments.shell_flag import osworld_shell
 
 __all__ = ["MAX_TIMEOUT_S", "routes"]
 
@@ -53,14 +55,12 @@ def timeout_field(data: dict[str, Any], default: float) -> float:
     return seconds
 
 
-def flag_field(data: dict[str, Any], name: str) -> bool:
-    """A boolean field (False when absent or null); 400 for anything but JSON true/false."""
-    value = data.get(name)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise bad_request(f"{name} must be true or false (a JSON boolean), not {str(value)[:40]!r}")
-    return value
+def shell_field(data: dict[str, Any]) -> bool:
+    """`shell` as OSWorld's server reads it (`osworld_shell`); 400 for any other spelling."""
+    try:
+        return osworld_shell(data.get("shell"))
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
 
 
 @routes.post("/execute")
@@ -68,7 +68,7 @@ def flag_field(data: dict[str, Any], name: str) -> bool:
 async def execute(request: web.Request) -> web.Response:
     state = request.app[STATE]
     data = await json_body(request)
-    shell = flag_field(data, "shell")
+    shell = shell_field(data)
     timeout = timeout_field(data, state.config.execute_timeout)
     try:
         argv = command_argv(data.get("command", "" if shell else []), shell)

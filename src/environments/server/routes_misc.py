@@ -23,6 +23,7 @@ from aiohttp import web
 from environments.server import x11_windows
 from environments.server.bodies import command_argv, expand_path, json_body
 from environments.server.processes import Completed, run_captured
+from environments.server.routes_exec import shell_field
 from environments.server.state import STATE, ServerState
 
 __all__ = ["routes"]
@@ -140,7 +141,7 @@ async def execute_with_verification(request: web.Request) -> web.Response:
     """
     state = request.app[STATE]
     data = await json_body(request)
-    shell = bool(data.get("shell", False))
+    shell = shell_field(data)
     verification = data.get("verification") or {}
     if not isinstance(verification, dict):
         return web.json_response({"status": "error", "message": "verification must be an object"}, status=400)

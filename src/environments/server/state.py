@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from environments.sandbox import BwrapSandbox
+from environments.server.atspi_worker import AtspiWorker
 from environments.server.capture import ScreenCapture
 from environments.server.config import ServerConfig, child_env
 from environments.server.executor import WarmExecutor
 from environments.server.processes import ProcessRegistry
+from environments.server.sandbox import BwrapSandbox
 
 __all__ = ["STATE", "ServerState"]
 
@@ -30,6 +31,7 @@ class ServerState:
     capture: ScreenCapture
     executor: WarmExecutor
     sandbox: BwrapSandbox | None
+    atspi: AtspiWorker
     python: str = sys.executable
     _launched: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
@@ -56,6 +58,7 @@ class ServerState:
             capture=ScreenCapture(),
             executor=WarmExecutor(env=env, run_as=config.run_as, registry=registry),
             sandbox=sandbox,
+            atspi=AtspiWorker(env=env, run_as=config.run_as, registry=registry),
         )
 
     def launch(self, argv: Sequence[str]) -> subprocess.Popen[bytes]:
@@ -80,6 +83,7 @@ class ServerState:
     async def close(self) -> None:
         """Kill every child group and release the X connections; safe to call twice."""
         await self.executor.close()
+        await self.atspi.close()
         self.registry.kill_all()
         for proc in self._launched:
             with contextlib.suppress(subprocess.TimeoutExpired):

@@ -1,18 +1,26 @@
-"""``python -m environments.tasks [--json] [--per-task] [--network|--offline] [--platform P] DIR ...``:
-which tasks of OSWorld-style folders run, on OSWorld's VM image and on this machine."""
+"""``python -m environments.tasks [--json] [--per-task] [--network|--offline] [--host] [--platform P] DIR ...``:
+which tasks of OSWorld-style folders run, on OSWorld's VM image and on this machine.
+
+"This machine" is what its local desktops offer a task: one desktop is started and asked
+(`environments.local.probe`: its PATH, its python's modules, its default apps); ``--host``
+asks this host instead (for a machine that cannot start desktops).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
+from core.protocols import EnvError
 from environments.tasks.errors import TaskFileError
 from environments.tasks.loader import iter_task_files, load_task
-from environments.tasks.support import support_report
+from environments.tasks.support import HOST_FACTS, installed_here, needs, support_report
 
 #: Where OSWorld's tasks download their files from; reaching it means the tasks' downloads can work.
 _PROBE = ("huggingface.co", 443)
@@ -45,6 +53,8 @@ def main(argv: list[str]) -> int:
     net.add_argument("--network", dest="network", action="store_true", default=None,
                      help="count this machine as able to download the tasks' files")
     net.add_argument("--offline", dest="network", action="store_false", help="count this machine as offline")
+    parser.add_argument("--host", action="store_true",
+                        help="answer for this host's programs and apps instead of a local desktop's")
     parser.add_argument("--platform", choices=("ubuntu", "windows"), default=None,
                         help="the tasks' operating system (default: windows for a folder named like "
                              "OSWorld's examples_windows, else ubuntu)")
@@ -62,7 +72,20 @@ def main(argv: list[str]) -> int:
                 print(f"skipped: {exc}", file=sys.stderr)
     network = _online() if args.network is None else args.network
     platform = args.platform or ("windows" if all("windows" in Path(d).name for d in args.dirs) else "ubuntu")
-    report = support_report(tasks, network=network, platform=platform)
+    installed: Callable[[str], bool] = installed_here
+    facts = HOST_FACTS
+    if not args.host:
+        from environments.local.probe import DESKTOP_FACTS, probe_desktop
+
+        wanted = set().union(*(needs(t) for t in tasks)) if tasks else set()
+        try:
+            answers = asyncio.run(probe_desktop(wanted))
+        except EnvError as exc:
+            print(f"error: cannot start a local desktop to ask what it offers ({exc}); "
+                  "run as root with the desktop packages (scripts/setup.sh), or pass --host", file=sys.stderr)
+            return 2
+        installed, facts = answers.__getitem__, DESKTOP_FACTS
+    report = support_report(tasks, installed=installed, network=network, platform=platform, answered_for=facts)
     print(json.dumps(report.to_json(), indent=1) if args.json else report.format(per_task=args.per_task))
     return 0
 

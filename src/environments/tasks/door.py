@@ -6,8 +6,9 @@ and speak plain HTTP. `reach(target)` gives them one for the duration of a setup
 * an `Endpoint` is used as given (an OSWorld VM on its URL, auth off inside the VM);
 * a client that names its route (`OSWorldClient.door_route`: a Unix socket and/or a bearer
   token) gets a host-side `TcpForwarder` that stamps the token on every request, and, when
-  the route names the desktop's network namespace, a second one to the browser's DevTools
-  port 9222 on the desktop's own loopback (OSWorld's tasks forward 9222 to Chrome);
+  the route names the desktop's network namespace, one to each of the desktop's own ports
+  on its own loopback (`DESKTOP_PORTS`: the browser's DevTools port 9222, which OSWorld's
+  tasks forward to Chrome, and VLC's web interface on 8080), never the host's;
 * any other `TaskClient` (adb, a test shell) gets a `ClientDoor`: a small HTTP server that
   answers the OSWorld endpoints the controllers and getters call by calling the client.
 
@@ -27,10 +28,14 @@ from email.policy import HTTP
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
 
+from environments.shell_flag import osworld_shell
 from environments.tasks.client import TaskClient, command_not_run, command_output
 
 __all__ = ["ClientDoor", "DoorRoute", "Endpoint", "Routed", "reach"]
 
+#: OSWorld's fixed ports inside a desktop: Chrome's DevTools (tasks forward it with socat) and
+#: VLC's web interface (its getters read /requests/status.xml there).
+DESKTOP_PORTS = {"chromium": 9222, "vlc": 8080}
 #: Why the browser's DevTools port cannot be reached through a door to the controller server.
 NO_BROWSER = "the desktop's browser DevTools port is not reachable from the host through this door"
 _BODY_LIMIT = 512 * 1024 * 1024
@@ -91,24 +96,28 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
         from environments.local.forward import TcpForwarder
 
         forwarder = TcpForwarder(route.upstream, token=route.token)
-        browser = None if route.netns is None else TcpForwarder(("127.0.0.1", 9222), netns=route.netns)
-        vlc = None
-        if route.direct and not isinstance(route.upstream, str):
+        browser: TcpForwarder | None = None
+        vlc: TcpForwarder | None = None
+        if route.netns is not None:
+            # A local desktop's own ports, on its own loopback: DevTools (9222) and VLC's web interface (8080).
+            browser = TcpForwarder(("127.0.0.1", DESKTOP_PORTS["chromium"]), netns=route.netns)
+            vlc = TcpForwarder(("127.0.0.1", DESKTOP_PORTS["vlc"]), netns=route.netns)
+        elif route.direct and not isinstance(route.upstream, str):
             # A server that wants a token at a direct address: its other ports go through plain doors.
             host = route.upstream[0]
             browser = None if route.browser_unreachable else TcpForwarder((host, route.chromium_port))
             vlc = TcpForwarder((host, route.vlc_port))
         try:
-            vlc_port = 8080 if vlc is None else vlc.port
+            vlc_port = DESKTOP_PORTS["vlc"] if vlc is None else vlc.port
             if browser is None:
                 yield Endpoint("127.0.0.1", forwarder.port, vlc_port=vlc_port,
                                browser_unreachable=route.browser_unreachable or NO_BROWSER)
             else:
                 yield Endpoint("127.0.0.1", forwarder.port, chromium_port=browser.port, vlc_port=vlc_port)
         finally:
-            for door_ in (forwarder, browser, vlc):
-                if door_ is not None:
-                    door_.close()
+            for opened in (forwarder, browser, vlc):
+                if opened is not None:
+                    opened.close()
         return
     door = ClientDoor(target)
     await door.start()
@@ -221,7 +230,7 @@ class ClientDoor:
             return _error(404, f"{method} {path} is not served by this door")
         if path in ("/execute", "/setup/execute"):
             data = json.loads(body)
-            reply = await client.execute(data["command"], shell=bool(data.get("shell", False)))
+            reply = await client.execute(data["command"], shell=osworld_shell(data.get("shell")))
             problem = command_not_run(reply)
             if problem is not None:
                 return _error(500, problem)
@@ -229,7 +238,7 @@ class ClientDoor:
             return _Reply(200, {"status": "success", "output": out, "error": err, "returncode": code})
         if path == "/setup/launch":
             data = json.loads(body)
-            await client.launch(data["command"], shell=bool(data.get("shell", False)))
+            await client.launch(data["command"], shell=osworld_shell(data.get("shell")))
             return _Reply(200, f"{data['command']} launched successfully")
         if path == "/setup/open_file":
             await client.open_file(str(json.loads(body)["path"]))

@@ -54,15 +54,16 @@ def _check_task(ctx: TaskContext, endpoint: Endpoint) -> None:
     check_steps(ctx.task.config, ctx, endpoint)
 
 
-async def run_setup(target: TaskClient | Endpoint, ctx: TaskContext) -> None:
-    """Prepare the desktop for the task: its `config` steps, in order.
+async def run_setup(target: TaskClient | Endpoint, ctx: TaskContext) -> list[str]:
+    """Prepare the desktop for the task: its `config` steps, in order; returns a warning line
+    for each command that ran but exited non-zero (`steps.run_steps`).
 
     The evaluator is checked first too, so a task that could never be scored fails before
     an agent spends a rollout on it.
     """
     async with reach(target) as endpoint:
         _check_task(ctx, endpoint)
-        await run_steps(endpoint, ctx.task.config, ctx, phase="setup")
+        return await run_steps(endpoint, ctx.task.config, ctx, phase="setup")
 
 
 def _state(env: OfficialEnv, spec: GetterSpec | None, ctx: TaskContext, role: str) -> Any:

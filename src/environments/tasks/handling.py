@@ -32,11 +32,13 @@ def _context(task: Task, cache_dir: Path, password: str | None, use_proxy: bool 
 async def set_up_with(
     client: TaskClient | Endpoint, task: Task, cache_dir: Path, *, password: str | None = None,
     use_proxy: bool = False,
-) -> None:
+) -> list[str]:
     """Run `task`'s setup steps through `client` (after checking its evaluator can run);
-    `use_proxy` when OSWorld's proxy was set up for it (`environments.osworld.proxy`)."""
+    `use_proxy` when OSWorld's proxy was set up for it (`environments.osworld.proxy`). Returns
+    a warning line for each setup command that ran but exited non-zero."""
     if needs_client(task):
-        await run_setup(client, _context(task, cache_dir, password, use_proxy))
+        return await run_setup(client, _context(task, cache_dir, password, use_proxy))
+    return []
 
 
 async def score_with(

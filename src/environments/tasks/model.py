@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from environments.shell_flag import osworld_shell
+
 __all__ = ["Evaluator", "GetterSpec", "MetricCall", "OSWorldTask", "SetupStep"]
 
 
@@ -29,6 +31,12 @@ class SetupStep(BaseModel):
     def _none_is_empty(cls, value: Any) -> Any:
         return {} if value is None else value
 
+    @field_validator("parameters")
+    @classmethod
+    def _shell_spelled_as_osworld_does(cls, value: dict[str, Any]) -> dict[str, Any]:
+        osworld_shell(value.get("shell"))  # kept as written: OSWorld's controller sends it on
+        return value
+
 
 class GetterSpec(BaseModel):
     """A `result` or `expected` entry: a getter `type` plus that getter's own fields."""
@@ -41,6 +49,11 @@ class GetterSpec(BaseModel):
     def params(self) -> dict[str, Any]:
         """The getter's fields other than `type` (e.g. `path`, `dest`, `command`, `rules`)."""
         return dict(self.model_extra or {})
+
+    @model_validator(mode="after")
+    def _shell_spelled_as_osworld_does(self) -> GetterSpec:
+        osworld_shell(self.params.get("shell"))  # a command getter posts it to /execute as is
+        return self
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,12 +3,17 @@
 OSWorld's task files carry no such flag (its VMs are always online), so it is read from what
 the task does; a task file of this project's own suite can say it outright with
 ``"requires_network": true`` (or ``"network"``), which wins over everything else. A task
-needs the internet when it
+needs the internet, to be set up or to be solved, when it
 
 - says so (``requires_network`` / ``network``) or asks for OSWorld's proxy (``proxy: true``);
-- is a browser task (``chrome`` among its related apps, or its snapshot): the model browses;
+- is a browser task (``chrome`` among its related apps, or, for a task that names none, its
+  snapshot): the model browses;
 - opens or launches a remote URL in a setup step (``open_tabs``, ``chrome_open_tabs``, a
-  command line holding one).
+  command line holding one);
+- fetches inside the desktop in a setup or postconfig step (``apt-get install``, ``pip
+  install``, ``wget``, ``curl``, ``git clone`` ...);
+- unless it is ``infeasible``, asks in its instruction for a remote URL (a file from a model
+  hub, a stream) or to install software without naming a local file to install from.
 
 ``download`` steps and ``cloud_file`` getters do not count: the host serves those files
 from its cache (`environments.tasks.context`), the desktop never fetches them. Local
@@ -17,6 +22,7 @@ desktops use this to give a task user-mode internet (`environments.local.netns`)
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlparse
 
@@ -29,6 +35,16 @@ BROWSER_APPS = frozenset({"chrome", "chromium", "google-chrome", "firefox"})
 _FLAGS = ("requires_network", "network")
 #: Steps whose URLs the host resolves from its cache, never the desktop.
 _HOST_SERVED = frozenset({"download"})
+#: Commands that reach the internet from inside the desktop (package managers, fetchers).
+_FETCHES = re.compile(
+    r"\b(?:(?:apt|apt-get|aptitude|snap|flatpak|conda|npm)\s+(?:-\S+\s+)*(?:install|update|upgrade)"
+    r"|pip3?\s+(?:-\S+\s+)*install|wget|curl|git\s+(?:clone|pull|fetch|push))\b"
+)
+_INSTALL = re.compile(r"\binstall(?:s|ed|ing)?\b", re.IGNORECASE)
+#: An instruction that names where a local installer is (then installing needs no internet).
+_LOCAL_SOURCE = re.compile(
+    r"/home/|~/|\blocal\b|\blocated in\b|\.(?:vsix|zip|deb|tar|gz|crx|oxt|whl)\b", re.IGNORECASE
+)
 
 
 def _remote(url: str) -> bool:
@@ -65,7 +81,9 @@ def network_reason(task: OSWorldTask | dict[str, Any]) -> str | None:
                 return f"the task file sets {name}" if said else None
     if _flag(data.get("proxy")):
         return "the task asks for OSWorld's proxy"
-    apps = {str(a).lower() for a in data.get("related_apps") or []} | {str(data.get("snapshot") or "").lower()}
+    # An OSWorld task file names its apps in related_apps; its snapshot is a loose label that
+    # OSWorld itself never reads (five VLC tasks say "chrome"), so it counts only without them.
+    apps = {str(a).lower() for a in data.get("related_apps") or []} or {str(data.get("snapshot") or "").lower()}
     browser = sorted(apps & BROWSER_APPS)
     if browser:
         return f"a {browser[0]} task"
@@ -74,9 +92,20 @@ def network_reason(task: OSWorldTask | dict[str, Any]) -> str | None:
     for step in [*(data.get("config") or []), *(postconfig or [])]:
         if not isinstance(step, dict) or step.get("type") in _HOST_SERVED:
             continue
-        words = [word for s in _strings(step.get("parameters")) for word in s.split() if "://" in word]
+        texts = _strings(step.get("parameters"))
+        words = [word for s in texts for word in s.split() if "://" in word]
         if any(_remote(word) for word in words):
             return f"its {step.get('type')} step names a remote URL"
+        fetch = next((m.group(0) for s in texts if (m := _FETCHES.search(s))), None)
+        if fetch is not None:
+            return f"its {step.get('type')} step fetches from the internet ({fetch})"
+    if isinstance(evaluator, dict) and evaluator.get("func") == "infeasible":
+        return None  # answered FAIL: nothing to fetch
+    instruction = str(data.get("instruction") or "")
+    if any(_remote(word.strip("\"'()<>.,;")) for word in instruction.split() if "://" in word):
+        return "its instruction names a remote URL"
+    if _INSTALL.search(instruction) and not _LOCAL_SOURCE.search(instruction):
+        return "its instruction asks to install software from the internet"
     return None
 
 

@@ -15,18 +15,20 @@ What this module adds around it:
   raises for some failures but only logs others (a launch or command the server refused, a
   window call that failed), so its ERROR log records, from this step's thread alone, count
   as a failure too;
+* a command that ran but exited non-zero is no failure (OSWorld's controller goes on, and
+  some steps are meant to fail harmlessly), but it is no silence either: `run_steps`
+  returns one warning line per such step (task, step, exit status, the end of its stderr);
 * an ``until`` condition is bounded (`UNTIL_LIMIT_S`; OSWorld waits for ever).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from environments.tasks.context import TaskContext, download_cache_name, resolve_local
@@ -34,6 +36,7 @@ from environments.tasks.door import Endpoint
 from environments.tasks.errors import TaskError, TaskRunError, UnsupportedStep
 from environments.tasks.model import SetupStep
 from environments.tasks.official import MissingScorer, python_controller_class, setup_controller_class
+from environments.tasks.step_log import collect
 
 __all__ = [
     "OFFICIAL_THREAD",
@@ -51,7 +54,7 @@ T = TypeVar("T")
 OFFICIAL_THREAD = "osworld-official"
 #: How long a step with an ``until`` condition may repeat before the setup fails.
 UNTIL_LIMIT_S = 60.0
-_LOGGER = "desktopenv.setup"
+_log = logging.getLogger(__name__)
 
 #: Step types OSWorld's controller has but this runner does not run, and why.
 REFUSED_STEPS = {
@@ -138,30 +141,6 @@ def _host_side(step: SetupStep, ctx: TaskContext) -> dict[str, Any]:
     return params
 
 
-class _StepErrors(logging.Handler):
-    """Collects the controller's ERROR records logged from one thread."""
-
-    def __init__(self, thread: int) -> None:
-        super().__init__(logging.ERROR)
-        self.thread = thread
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.thread == self.thread:
-            self.messages.append(record.getMessage())
-
-
-@contextlib.contextmanager
-def _collect_errors() -> Iterator[_StepErrors]:
-    logger = logging.getLogger(_LOGGER)
-    handler = _StepErrors(threading.get_ident())
-    logger.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-
-
 async def in_daemon_thread(fn: Callable[[], T], *, limit: float | None = None, what: str = "call") -> T:
     """Run blocking official code in a daemon thread (one that outlives a time limit never blocks exit)."""
     loop = asyncio.get_running_loop()
@@ -215,28 +194,35 @@ def _probe(controller: Any) -> None:
         raise TaskRunError(f"the controller server at {controller.http_server} did not answer")
 
 
-def _run_one(controller: Any, step_type: str, params: dict[str, Any]) -> str | None:
-    """One step, dispatched as ``SetupController.setup`` does (``_<type>_setup(**parameters)``);
-    the first failure it raised or logged, else None. `_probe` did setup's connection check."""
-    with _collect_errors() as errors:
+def _run_one(controller: Any, step_type: str, params: dict[str, Any]) -> tuple[str | None, str | None]:
+    """One step, dispatched as ``SetupController.setup`` does (``_<type>_setup(**parameters)``):
+    (the first failure it raised or logged, a command's non-zero exit), each None when there
+    is none. `_probe` did setup's connection check."""
+    with collect() as log:
         try:
             getattr(controller, f"_{step_type}_setup")(**params)
         except TypeError as exc:
-            return f"{type(exc).__name__}: {exc}"
+            return f"{type(exc).__name__}: {exc}", None
         except Exception as exc:
-            return str(exc) or type(exc).__name__
-    if step_type in _LOGGED_FAILURES and errors.messages:
-        return errors.messages[0]
-    return None
+            return str(exc) or type(exc).__name__, None
+    if step_type in _LOGGED_FAILURES and log.errors:
+        return log.errors[0], None
+    exited = next((r for r in log.replies if r.get("returncode") not in (0, None)), None)
+    if exited is None:
+        return None, None
+    said = str(exited.get("error") or exited.get("output") or "").strip().splitlines()
+    return None, f"exited {exited.get('returncode')}" + (f": {said[-1][:200]}" if said else "")
 
 
 async def run_steps(
     endpoint: Endpoint, steps: Sequence[SetupStep], ctx: TaskContext, *, phase: str = "setup"
-) -> None:
-    """Check every step first (so nothing runs for a refused task), then run them in order."""
+) -> list[str]:
+    """Check every step first (so nothing runs for a refused task), then run them in order;
+    returns a warning line for each command that ran but exited non-zero."""
     check_steps(steps, ctx, endpoint)
+    warnings: list[str] = []
     if not steps:
-        return
+        return warnings
     ctx.cache_dir.mkdir(parents=True, exist_ok=True)
     controller = await in_daemon_thread(functools.partial(_controller, endpoint, ctx, steps), what="setup")
     try:
@@ -255,10 +241,14 @@ async def run_steps(
                 raise
             raise TaskRunError(f"{where} failed: {exc}") from exc
         limit = UNTIL_LIMIT_S if params.get("until") else None
-        problem = await in_daemon_thread(
+        problem, exited = await in_daemon_thread(
             functools.partial(_run_one, controller, step.type, params), limit=limit, what=where
         )
+        if exited is not None:
+            warnings.append(f"{where} {exited}")
+            _log.warning("%s %s", where, exited)
         if problem is not None:
             if "unexpected keyword argument" in problem or "missing 1 required" in problem:
                 raise TaskRunError(f"{where} has wrong parameters: {problem.splitlines()[0]}")
             raise TaskRunError(f"{where} failed: {problem.splitlines()[0] if problem else 'no reason given'}")
+    return warnings

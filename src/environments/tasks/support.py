@@ -2,8 +2,10 @@
 
 What is supported is read from the pinned official package (`official_surface`): its setup
 controller's step types, its getters and its metrics, with the Python packages each needs on
-the host that drives them, and each metric's option keys. What a machine offers is its
-programs (or an app registered to open a file type) and network access. Every refusal of a
+the host that drives them, and each metric's option keys. What a machine offers is what its
+desktops offer a task (`needs`: programs on their PATH, an app registered to open a file
+type, modules their ``python`` imports; asked inside a local desktop by
+``environments.local.probe``, or of this host with ``installed_here``) and network access. Every refusal of a
 task is listed, not only the first per metric: a `Refusal` names its kind, what is refused,
 why, and whether it blocks the task everywhere (the package lacks it, or this host lacks a
 Python package or credentials) or only on this machine (an app, the network); OSWorld's VM
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import mimetypes
+import re
 import shlex
 import shutil
 import subprocess
@@ -29,18 +32,24 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 from environments.server.app_names import program_available
+from environments.shell_flag import osworld_shell
 from environments.tasks import official_surface as surface
+from environments.tasks.differences import DIFFERENCES, task_differences
 from environments.tasks.model import OSWorldTask
-from environments.tasks.network import needs_network
+from environments.tasks.network import needs_network, network_reason
 from environments.tasks.official import OFFICIAL_PACKAGE, MissingScorer, scorer_tag
 
 __all__ = [
+    "HOST_FACTS",
+    "SYSTEMD_TOOLS",
     "Refusal",
     "SupportReport",
     "ignored_options",
     "installed_here",
+    "needs",
     "openers",
     "programs",
+    "python_modules",
     "support_report",
     "task_gaps",
     "task_refusals",
@@ -152,17 +161,21 @@ def task_refusals(
             out.append(Refusal("credentials", name or "(none named)",
                                f"needs the account settings file {name!r} (Google Drive or a login), not found",
                                "everywhere"))
-    for need in sorted(programs(task) | openers(task)):
+    for need in sorted(needs(task)):
         if not installed(need):
-            kind, _, what = need.partition(":") if need.startswith("opener:") else ("program", "", need)
-            reason = (f"no app here opens {what} files" if kind == "opener"
-                      else f"the program {need} is not installed here")
+            kind, _, what = need.partition(":") if ":" in need else ("program", "", need)
+            reason = {
+                "opener": f"no app here opens {what} files",
+                "module": f"the desktop's python cannot import {what}",
+            }.get(kind, f"the program {need} is not installed here" if need not in SYSTEMD_TOOLS
+                  else f"{need} needs a running systemd, which desktops do not run")
             out.append(Refusal(kind, what, reason, "here"))
     if not network and _needs_network(task):
         out.append(Refusal("network", "download", "downloads files from the internet; this machine has no network",
                            "here"))
-    if not network and needs_network(task):
-        out.append(Refusal("network", "web", "its desktop needs the internet; this machine has no network", "here"))
+    web = network_reason(task)
+    if not network and web is not None:
+        out.append(Refusal("network", "web", f"needs the internet ({web}); this machine has no network", "here"))
     unique: dict[str, Refusal] = {}
     for refusal in out:
         unique.setdefault(refusal.key, refusal)
@@ -193,36 +206,74 @@ def task_gaps(task: OSWorldTask) -> list[str]:
 
 #: Steps whose `command` starts a program on the desktop.
 _PROGRAM_STEPS = ("launch", "execute", "command", "execute_with_verification")
+#: Getters that run a command on the desktop.
+_PROGRAM_GETTERS = ("vm_command_line", "vm_command_error")
+#: Shell words that are no program (builtins, keywords).
+_SHELL_WORDS = frozenset({
+    "cd", "export", "echo", "source", ".", "exec", "set", "true", "false", "if", "then", "else", "elif", "fi",
+    "for", "while", "until", "do", "done", "case", "esac", "in", "[", "[[", "]", "]]", "test", "local", "read",
+    "printf", "exit", "return", "eval", "unset", "shift", "break", "continue", "wait", "!", "{", "}", "(", ")",
+    "function", "declare", "let", "trap", "type", "command", "alias", "umask", "sleep",
+})  # fmt: skip
+#: Words that run the command after them (their own options skipped).
+_WRAPPERS = {"sudo": 1, "timeout": 2, "nohup": 1, "env": 1, "nice": 1, "xargs": 1}
+_SEGMENTS = re.compile(r"&&|\|\||[;|&\n]|\$\(|`|\bthen\b|\bdo\b|\belse\b")
 
 
-_SHELL_WORDS = frozenset({"cd", "export", "echo", "source", ".", "exec", "set", "true", "false"})
+def _segment_programs(words: list[str]) -> set[str]:
+    """The programs a shell segment runs: sudo, timeout or env, and the command after them."""
+    found: set[str] = set()
+    while words:
+        if "=" in words[0] and not words[0].startswith(("=", "-")):
+            words = words[1:]
+            continue
+        wrapper = _WRAPPERS.get(words[0])
+        if wrapper is None:
+            break
+        found.add(words[0])
+        words = words[1:]
+        while words and (words[0].startswith("-") or (wrapper == 2 and words[0].replace(".", "").isdigit())):
+            words = words[1:]
+    if not words or words[0] in _SHELL_WORDS:
+        return found
+    name = words[0].rsplit("/", 1)[-1]
+    if words[0].startswith(("./", "~", "$")) or not name:
+        return found  # a script by path or a variable: nothing to look for on PATH
+    return found | ({name} if name.replace("-", "").replace("_", "").replace(".", "").isalnum() else set())
+
+
+def _command_programs(raw: object, shell: bool) -> set[str]:
+    """Programs a step's or getter's command runs: a list's first word; with a shell, the
+    first word of every segment (pipes, lists, subshells, ``then``/``do`` bodies)."""
+    if isinstance(raw, list):
+        words = [w for w in raw if isinstance(w, str)]
+        if not shell:
+            return _segment_programs(words)
+        raw = " ".join(words)
+    if not isinstance(raw, str):
+        return set()
+    segments = _SEGMENTS.split(raw) if shell else [raw]
+    found = set()
+    for segment in segments:
+        try:
+            words = shlex.split(segment, comments=True)
+        except ValueError:
+            words = segment.split()
+        found |= _segment_programs(words)
+    return found
 
 
 def programs(task: OSWorldTask) -> set[str]:
-    """Programs the task's steps start on the desktop: each command's first word after any
-    ``NAME=value`` assignments (shell builtins and scripts by relative path left out)."""
-    found = set()
+    """Programs the task's steps and command getters run on the desktop (shell builtins,
+    keywords and scripts by path left out)."""
+    found: set[str] = set()
     for step in task.all_steps():
-        if step.type not in _PROGRAM_STEPS:
-            continue
-        raw = step.parameters.get("command")
-        if isinstance(raw, str):
-            try:
-                command: list[object] = list(shlex.split(raw))
-            except ValueError:
-                command = list(raw.split())
-        elif isinstance(raw, list):
-            command = raw
-        else:
-            continue
-        words = [w for w in command if isinstance(w, str)]
-        while words and "=" in words[0] and not words[0].startswith("="):
-            words.pop(0)
-        if not words or words[0] in _SHELL_WORDS or (_truthy(step.parameters.get("shell")) and "/" in words[0]):
-            continue
-        name = words[0].rsplit("/", 1)[-1]
-        if name and name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            found.add(name)
+        if step.type in _PROGRAM_STEPS:
+            found |= _command_programs(step.parameters.get("command"), osworld_shell(step.parameters.get("shell")))
+    for call in task.evaluator.calls():
+        for spec in (call.result, call.expected):
+            if spec is not None and spec.type in _PROGRAM_GETTERS:
+                found |= _command_programs(spec.params.get("command"), osworld_shell(spec.params.get("shell")))
     return found
 
 
@@ -237,9 +288,71 @@ def openers(task: OSWorldTask) -> set[str]:
     return found
 
 
+_PYTHONS = frozenset({"python", "python3"})
+_IMPORT = re.compile(r"^\s*(?:import\s+([\w.]+(?:\s*,\s*[\w.]+)*)|from\s+([\w.]+)\s+import)", re.MULTILINE)
+
+
+def _python_code(command: object) -> list[str]:
+    """The code of each ``python -c CODE`` in a command (a list, or a shell string)."""
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return []
+    elif isinstance(command, list):
+        words = [w for w in command if isinstance(w, str)]
+    else:
+        return []
+    return [words[i + 2] for i, w in enumerate(words[:-2]) if w.rsplit("/", 1)[-1] in _PYTHONS and words[i + 1] == "-c"]
+
+
+def _imports(code: str) -> set[str]:
+    found: set[str] = set()
+    for match in _IMPORT.finditer(code.replace(";", "\n")):
+        names = match.group(1) or match.group(2) or ""
+        found |= {n.strip().split(".")[0] for n in names.split(",") if n.strip()}
+    return found
+
+
+def python_modules(task: OSWorldTask) -> set[str]:
+    """``module:<name>`` for each module the desktop's ``python`` must import for the task: in
+    its steps' and getters' ``python -c`` commands, and pyautogui for OSWorld's getters that
+    run ``python -c`` through its controller (``execute_python_command``, ``vm_platform``)."""
+    found: set[str] = set()
+    commands = [s.parameters.get("command") for s in task.all_steps()]
+    specs = [spec for call in task.evaluator.calls() for spec in (call.result, call.expected) if spec is not None]
+    commands += [spec.params.get("command") for spec in specs]
+    for command in commands:
+        for code in _python_code(command):
+            found |= _imports(code)
+    try:
+        getters = surface.getter_types()
+    except MissingScorer:
+        getters = {}
+    if any(spec.type in getters and _runs_python(spec.type) for spec in specs):
+        found.add("pyautogui")
+    return {f"module:{m}" for m in found if m.isidentifier()}
+
+
+@functools.cache
+def _runs_python(getter_type: str) -> bool:
+    from environments.tasks.official import reads_attribute
+
+    return any(reads_attribute(getter_type, a) for a in ("execute_python_command", "vm_platform"))
+
+
+def needs(task: OSWorldTask) -> set[str]:
+    """What the task asks of the desktop it runs on: programs, openers and Python modules."""
+    return programs(task) | openers(task) | python_modules(task)
+
+
 @functools.cache
 def installed_here(need: str) -> bool:
-    """A program on PATH, or (``opener:<mime type>``) an application registered to open it."""
+    """This host's answer (not a desktop's): a program on PATH, (``opener:<mime type>``) an
+    application registered to open it, or (``module:<name>``) a module of /usr/bin/python3."""
+    if need.startswith("module:"):
+        probe = ["/usr/bin/python3", "-c", f"import importlib.util; exit(importlib.util.find_spec({need[7:]!r}) is None)"]
+        return subprocess.run(probe, capture_output=True, check=False, timeout=30).returncode == 0
     if not need.startswith("opener:"):
         return program_available(need)
     if shutil.which("xdg-mime") is None:
@@ -255,10 +368,6 @@ def installed_here(need: str) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return bool(reply.stdout.strip())
-
-
-def _truthy(value: object) -> bool:
-    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
 
 
 def _needs_network(task: OSWorldTask) -> bool:
@@ -287,12 +396,26 @@ class _Domain:
     here_infeasible: int = 0
 
 
+_DIFFERENCE_TEXT = {d.key: d.what for d in DIFFERENCES}
+#: systemd's tools: installed with it, working only where it runs (never inside a desktop).
+SYSTEMD_TOOLS = frozenset({"timedatectl", "systemctl", "hostnamectl", "localectl", "loginctl", "busctl", "journalctl"})
+#: A refusal whose reason differs per task, summed up in one line.
+_SUMMARY_REASONS = {
+    "network:web": "needs the internet to be set up or solved (a browser task, a remote URL, a fetch inside "
+    "the desktop, an install); this machine has no network",
+}
+#: What `installed_here` answers for.
+HOST_FACTS = "this host (its PATH, /usr/bin/python3 and xdg-mime)"
+
+
 @dataclass
 class SupportReport:
     """Counts over a task set, every refusal per task, and coverage by domain."""
 
     #: Whether this machine was taken to have network access.
     network: bool = True
+    #: Whose programs, modules and default apps "here" means.
+    answered_for: str = HOST_FACTS
     tasks: int = 0
     #: Runnable on OSWorld's VM image: nothing blocks the task everywhere.
     runnable: int = 0
@@ -318,6 +441,10 @@ class SupportReport:
     reasons: dict[str, str] = field(default_factory=dict)
     #: Tasks giving each ``metric.option`` that OSWorld's metric never reads (scored all the same).
     ignored: Counter[str] = field(default_factory=Counter)
+    #: Tasks runnable here that meet each known difference from OSWorld's image (`differences`).
+    differences: Counter[str] = field(default_factory=Counter)
+    #: The known differences each task runnable here meets, by task id.
+    differences_by_task: dict[str, list[str]] = field(default_factory=dict)
 
     def supported_names(self, kind: str) -> list[str]:
         """Names of `kind` ("step", "getter", "metric") that at least one task can use."""
@@ -337,6 +464,7 @@ class SupportReport:
             official = f"not installed: {exc}"
         lines = [
             f"scorer: {scorer_tag()} (OSWorld's own setup controller, getters and metric functions: {official})",
+            f"here means: {self.answered_for}, {'with' if self.network else 'without'} network",
             f"tasks {self.tasks}: runnable here {self.local} ({self.local - self.local_infeasible} scored by a "
             f"metric, {self.local_infeasible} infeasible){'' if self.network else ' without network'}",
             f"on OSWorld's VM image: {self.runnable} ({self.runnable - self.infeasible} scored by a metric, "
@@ -354,6 +482,11 @@ class SupportReport:
             lines.append("refused everywhere (tasks blocked by each; a task counts under every refusal it has)")
             for key, count in self.refused.most_common():
                 lines.append(f"  {key:<48} {count:>4}  {self.reasons[key]}")
+        if self.differences:
+            lines.append("may score differently here: tasks runnable here that meet each known difference from "
+                         "OSWorld's image (a warning, not a refusal)")
+            for key, count in self.differences.most_common():
+                lines.append(f"  {key:<20} {count:>4}  {_DIFFERENCE_TEXT[key]}")
         if self.ignored:
             lines.append("options OSWorld's metric never reads (no refusal: OSWorld scores these tasks the same way)")
             for key, count in self.ignored.most_common():
@@ -366,7 +499,12 @@ class SupportReport:
         if per_task:
             lines.append("refusals per task")
             for task_id, refusals in sorted(self.refusals.items()):
-                lines.append(f"  {task_id}: " + "; ".join(f"{r.key} ({r.scope})" for r in refusals))
+                lines.append(f"  {task_id}: " + "; ".join(
+                    f"{r.key} ({r.scope}: {r.reason})" if r.key == "network:web" else f"{r.key} ({r.scope})"
+                    for r in refusals))
+            lines.append("known differences per task runnable here")
+            for task_id, keys in sorted(self.differences_by_task.items()):
+                lines.append(f"  {task_id}: {', '.join(keys)}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -374,6 +512,7 @@ class SupportReport:
         return {
             "scorer": scorer_tag(),
             "network": self.network,
+            "answered_for": self.answered_for,
             "tasks": self.tasks,
             "on_osworld_vm_image": {"runnable": self.runnable, "scored_by_metric": self.runnable - self.infeasible,
                                     "infeasible": self.infeasible, "offline": self.offline},
@@ -383,6 +522,8 @@ class SupportReport:
             "refused": dict(self.refused.most_common()),
             "reasons": dict(sorted(self.reasons.items())),
             "ignored_options": dict(self.ignored.most_common()),
+            "differences": dict(self.differences.most_common()),
+            "differences_by_task": dict(sorted(self.differences_by_task.items())),
             "refusals": {t: [asdict(r) for r in rs] for t, rs in sorted(self.refusals.items())},
             "usage": {"steps": dict(self.steps), "getters": dict(self.getters), "metrics": dict(self.metrics)},
         }
@@ -390,12 +531,12 @@ class SupportReport:
 
 def support_report(
     tasks: Iterable[OSWorldTask], *, installed: Callable[[str], bool] = installed_here, network: bool = True,
-    platform: str = HERE_PLATFORM,
+    platform: str = HERE_PLATFORM, answered_for: str = HOST_FACTS,
 ) -> SupportReport:
     """Count, over `tasks`, how many use each step type, getter and metric, every refusal of
     each task, which run on OSWorld's VM image and which on this machine (`installed` says
     which programs exist here, `network` whether it can download)."""
-    report = SupportReport(network=network)
+    report = SupportReport(network=network, answered_for=answered_for)
     for task in tasks:
         report.tasks += 1
         domain = report.domains.setdefault(task.domain or "(none)", _Domain())
@@ -409,7 +550,7 @@ def support_report(
         if refusals:
             report.refusals[task.id] = refusals
         for refusal in refusals:
-            report.reasons.setdefault(refusal.key, refusal.reason)
+            report.reasons.setdefault(refusal.key, _SUMMARY_REASONS.get(refusal.key, refusal.reason))
             if refusal.scope == "everywhere":
                 report.refused[refusal.key] += 1
             if refusal.kind in ("step", "getter", "metric"):
@@ -428,6 +569,10 @@ def support_report(
             continue
         report.local += 1
         report.local_infeasible += infeasible
+        met = [d.key for d in task_differences(task)]
+        if met and not infeasible:  # an infeasible task is scored from the answer alone
+            report.differences.update(met)
+            report.differences_by_task[task.id] = met
         domain.here_infeasible += infeasible
         domain.here_metric += not infeasible
     return report

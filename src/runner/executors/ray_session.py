@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import ray
 from ray._private import ray_constants
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_incrementing
 
 from core.protocols import EnvError
 
@@ -80,24 +80,26 @@ def _join_error(address: str, error: BaseException) -> str:
 def _join(address: str) -> None:
     """Join a running cluster; a Ray Client proxy that failed to start this driver's server
     is asked again (with a warning), every other failure is final at once."""
-    for attempt in range(1, CLIENT_ATTEMPTS + 1):
-        try:
+
+    def transient(error: BaseException) -> bool:
+        return isinstance(error, ConnectionError | RuntimeError) and any(t in str(error) for t in _TRANSIENT)
+
+    def again(state: RetryCallState) -> None:
+        _log.warning(
+            "the Ray cluster at %s failed to start a client server for this driver (attempt %d of %d); "
+            "asking again",
+            address,
+            state.attempt_number,
+            CLIENT_ATTEMPTS,
+        )
+        ray.shutdown()
+
+    for attempt in Retrying(retry=retry_if_exception(transient), stop=stop_after_attempt(CLIENT_ATTEMPTS),
+                            wait=wait_incrementing(start=2.0, increment=2.0), before_sleep=again, reraise=True):
+        with attempt:
             ray.init(
                 address=address, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False
             )
-            return
-        except (ConnectionError, RuntimeError) as e:
-            if attempt == CLIENT_ATTEMPTS or not any(t in str(e) for t in _TRANSIENT):
-                raise
-            _log.warning(
-                "the Ray cluster at %s failed to start a client server for this driver (attempt %d of %d); "
-                "asking again",
-                address,
-                attempt,
-                CLIENT_ATTEMPTS,
-            )
-            ray.shutdown()
-            time.sleep(2.0 * attempt)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.llm import CallRecord, Ledger, ModuleTotals
+from core.llm import CallRecord, Ledger, ModuleTotals, is_scripted
 from core.trajectory import RolloutInfo, RunLayout, Selection, Step, TaskDir, TaskResult
 from themis import load_verdict, summarize
 
@@ -117,10 +117,6 @@ def _is_simulated(model: str | None, label: str | None) -> bool:
     return bool(model and model.startswith("sim/")) or bool(label and "SIMULATED" in label)
 
 
-def _is_scripted(model: str | None, label: str | None) -> bool:
-    return bool(model and model.startswith(("scripted/", "replay/"))) or bool(label and "scripted" in label.lower())
-
-
 def _steps(task_dir: TaskDir, k: int, facts: list[list[str]], root: Path) -> list[StepView]:
     rd = task_dir.rollout(k)
     out = []
@@ -181,7 +177,7 @@ def _task(layout: RunLayout, task_id: str, records: list[CallRecord], label: str
             info=info,
             steps=_steps(task_dir, k, facts, layout.path),
             chosen=selection is not None and selection.chosen == k,
-            scripted=_is_scripted(info.model if info else None, label),
+            scripted=is_scripted(info.model if info else None, label),
             simulated=_is_simulated(info.model if info else None, info.label if info else label),
             modules=module_totals(of_k),
             critics=_critics(task_dir.rollout(k).path),
@@ -213,7 +209,7 @@ def collect_run(layout: RunLayout) -> RunView:
     view.models = module_models(config, records)
     policy = config.get("policy")
     models = {r.model for r in records} | ({str(policy.get("model"))} if isinstance(policy, dict) else set())
-    view.scripted = any(_is_scripted(m, label) for m in models) or any(
+    view.scripted = any(is_scripted(m, label) for m in models) or any(
         ro.scripted for t in view.tasks for ro in t.rollouts)
     view.simulated = any(_is_simulated(m, label) for m in models) or any(
         ro.simulated for t in view.tasks for ro in t.rollouts) or "SIMULATED" in (view.scoring or "")

@@ -32,7 +32,9 @@ async def test_each_desktop_is_its_own_user_pid_space_and_filesystem(
     lines = seen.split()
     assert lines[:2] == ["user", "/home/user"]
     assert set(lines) >= {str(d1.uid)} and str(d2.uid) not in lines
-    assert "work" not in lines and "root" not in lines and "srv" not in lines
+    assert "work" not in lines and "srv" not in lines
+    # /root is the desktop's root's own home (an empty folder of the sandbox), not the host's.
+    assert (await inside(d1, "echo password | sudo -S ls -A /root 2>/dev/null; echo end")).split() == ["end"]
     assert d2.info().home == "/home/user"
     host = await inside(d1, f"ls {d1.base_dir} /work /root 2>&1; ls /proc | grep -c '^[0-9]'")
     assert "No such file or directory" in host

@@ -19,7 +19,6 @@ import pytest
 from core.trajectory import Task
 from environments.local import DesktopConfig, LocalDesktop
 from environments.local.environment import LocalEnvironment
-from environments.local.local_proxy import close_proxy, proxied
 from environments.local.proxy_relay import ProxyRelay
 from environments.local.server_env import desktop_client, server_environment
 from environments.local.spawner import run_blocking
@@ -123,7 +122,7 @@ async def test_a_proxy_task_on_a_networked_desktop_gets_osworlds_proxy(
                               "evaluator": {"func": "infeasible"}})
     try:
         await env.prepare_task(task, folder / "cache")
-        assert env.info.network and proxied(env)
+        assert env.info.network and env.tasks.proxied
         script = ("source ~/.bashrc; python3 -c \"import os, urllib.request; print(os.environ['http_proxy']); "
                   "print(urllib.request.urlopen('http://example.test/', timeout=20).read().decode())\"")
         async with desktop_client(desktop.info()) as client:
@@ -137,7 +136,7 @@ async def test_a_proxy_task_on_a_networked_desktop_gets_osworlds_proxy(
         # A task without the proxy: the relay goes with the revert.
         plain = Task.from_osworld({"id": "plain", "instruction": "x", "config": [], "evaluator": {"func": "infeasible"}})
         await env.prepare_task(plain, folder / "cache")
-        assert not proxied(env)
+        assert not env.tasks.proxied
     finally:
-        close_proxy(env)
+        env.tasks.close_proxy()
         await run_blocking(desktop.close)

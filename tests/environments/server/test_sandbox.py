@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from environments.sandbox import BwrapSandbox
+from environments.server.sandbox import BwrapSandbox
 
 pytestmark = [
     pytest.mark.integration,

@@ -22,22 +22,29 @@ pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 _BAD_TIMEOUTS = ["NaN", "Infinity", "-Infinity", "-1", "0", "1e300", '"10"', "true"]
 
 
-async def test_shell_must_be_a_json_boolean(server: Any, tmp_path: Path) -> None:
+async def test_shell_is_read_as_osworlds_server_reads_it(server: Any, tmp_path: Path) -> None:
+    """JSON booleans, and the strings "true" and "false" of OSWorld's task files, which its
+    server passes to subprocess as non-empty strings: both run through a shell. Any other
+    spelling is refused with one line and runs nothing."""
     marker = tmp_path / "ran"
     async with httpx.AsyncClient(base_url=server.url, headers=server.headers) as http:
         replies = [
             await http.post(path, json={"command": f"touch {marker}", "shell": value})
-            for path in ("/execute", "/setup/execute", "/setup/launch")
-            for value in ("false", "true", "0", 1, 0, ["x"])
+            for path in ("/execute", "/setup/execute", "/setup/launch", "/execute_with_verification")
+            for value in ("0", "True", "", 1, 0, ["x"], {"a": 1})
         ]
         plain = await http.post("/execute", json={"command": ["sh", "-c", "echo plain"], "shell": False})
         shell = await http.post("/execute", json={"command": "echo $((2+3))", "shell": True})
+        spelled = [
+            await http.post("/execute", json={"command": "echo $((2+3))", "shell": value}) for value in ("true", "false")
+        ]
     for reply in replies:
         assert reply.status_code == 400, reply.text
         assert "shell must be true or false" in reply.json()["message"]
     assert not marker.exists()
     assert plain.json()["output"] == "plain\n"
     assert shell.json()["output"] == "5\n"
+    assert [r.json()["output"] for r in spelled] == ["5\n", "5\n"]
 
 
 @pytest.mark.parametrize("bad", _BAD_TIMEOUTS)

@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -276,88 +275,6 @@ async def test_recording_gives_a_bounded_mp4(
         )
         assert probe.stdout.strip() == "h264,1280,720"
         assert (await http.post("/end_recording")).status_code == 400
-
-
-def _controller(url: str) -> Any:
-    """OSWorld's own host controller (desktop-env), unchanged, pointed at our server."""
-    python = pytest.importorskip(
-        "desktop_env.controllers.python", reason="needs desktop-env (scripts/setup.sh)"
-    )
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    controller = python.PythonController(vm_ip=host, server_port=int(port))
-    controller.retry_interval = 0.2  # a failure shows as None either way; only the wait shrinks
-    return controller
-
-
-async def test_osworld_python_controller_drives_every_method(
-    session: dict[str, Any], server_factory: Callable[..., Any], tmp_path: Path
-) -> None:
-    """Every PythonController method against the server with auth off on loopback, on a desktop
-    with `python` (with pyautogui) on PATH as on OSWorld's VM."""
-    shims = tmp_path / "bin"
-    shims.mkdir()
-    (shims / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
-    (shims / "python").chmod(0o755)
-    env = {**session["env"], "PATH": f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
-    own = server_factory("--no-auth", token=None, on=session["display"], env=env)
-    controller = _controller(own.url)
-    home = session["home"]
-    (home / "notes.txt").write_text("hello from the desktop\n")
-    picture = tmp_path / "wall.png"
-    Image.new("RGB", (32, 32), (10, 200, 30)).save(picture)
-    session["launch"]("xterm", "-geometry", "80x24")
-    if shutil.which("mousepad") and _has_pyatspi():
-        session["launch"]("mousepad", "--disable-server")
-
-    def drive() -> dict[str, Any]:
-        got: dict[str, Any] = {}
-        got["screenshot"] = controller.get_screenshot()
-        got["file"] = controller.get_file(str(home / "notes.txt"))
-        got["execute"] = controller.execute_python_command("print(pyautogui.size())")
-        controller.execute_action({"action_type": "MOVE_TO", "parameters": {"x": 300, "y": 200}})
-        controller.execute_action({"action_type": "CLICK", "parameters": {"x": 310, "y": 210}})
-        controller.execute_action({"action_type": "TYPING", "parameters": {"text": "ok"}})
-        controller.execute_action({"action_type": "HOTKEY", "parameters": {"keys": ["ctrl", "a"]}})
-        got["position"] = controller.execute_python_command("print(tuple(pyautogui.position()))")
-        got["run_python"] = controller.run_python_script("print(6 * 7)")
-        got["run_bash"] = controller.run_bash_script("echo $((6 * 7)); echo err >&2", timeout=20)
-        got["platform"] = controller.get_vm_platform()
-        got["screen"] = controller.get_vm_screen_size()
-        for _ in range(40):
-            got["window"] = controller.get_vm_window_size("xterm")
-            if got["window"]:
-                break
-            time.sleep(0.25)
-        got["desktop"] = controller.get_vm_desktop_path()
-        got["tree_dir"] = controller.get_vm_directory_tree(str(home))
-        got["terminal"] = controller.get_terminal_output()
-        got["a11y"] = controller.get_accessibility_tree()
-        requests = pytest.importorskip("requests")
-        requests.post(f"{own.url}/setup/change_wallpaper", json={"path": str(picture)}, timeout=30)
-        got["wallpaper"] = controller.get_vm_wallpaper()
-        controller.start_recording()
-        time.sleep(1.5)
-        controller.end_recording(str(tmp_path / "video.mp4"))
-        return got
-
-    got = await asyncio.to_thread(drive)
-    assert got["screenshot"][:8] == b"\x89PNG\r\n\x1a\n"
-    assert got["file"] == b"hello from the desktop\n"
-    assert got["execute"]["returncode"] == 0, got["execute"]
-    assert "Size(width=1280, height=720)" in got["execute"]["output"]
-    assert got["position"]["output"].strip() == "(310, 210)"
-    assert got["run_python"]["output"].strip() == "42" and got["run_python"]["return_code"] == 0
-    assert got["run_bash"]["returncode"] == 0 and got["run_bash"]["output"].split() == ["42", "err"]
-    assert got["platform"] == "Linux"
-    assert got["screen"] == {"width": 1280, "height": 720}
-    assert got["window"] and got["window"]["width"] > 100
-    assert got["desktop"] == str(home / "Desktop")
-    assert {"type": "file", "name": "notes.txt"} in got["tree_dir"]["children"]
-    assert got["terminal"] is None
-    if _has_pyatspi():
-        assert got["a11y"] is not None and got["a11y"].startswith("<desktop-frame")
-    assert got["wallpaper"] == picture.read_bytes()
-    assert (tmp_path / "video.mp4").read_bytes()[4:8] == b"ftyp"
 
 
 def _serve_folder(folder: Path) -> tuple[subprocess.Popen[str], int]:

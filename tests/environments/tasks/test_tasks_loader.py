@@ -105,3 +105,23 @@ def test_task_list_loads_in_order_and_checks_ids(tmp_path: Path) -> None:
         load_task_list(_write(tmp_path / "list3.json", {"os": ["zzz"]}))
     with pytest.raises(TaskFileError, match="must map to a list of task id strings"):
         load_task_list(_write(tmp_path / "list4.json", {"os": "a"}))
+
+
+@pytest.mark.parametrize("spelling", [True, False, None, "true", "false"])
+def test_shell_spellings_of_osworlds_task_files_load_as_written(tmp_path: Path, spelling: object) -> None:
+    step = {"type": "execute", "parameters": {"command": "true", "shell": spelling}}
+    getter = {"type": "vm_command_line", "command": "true", "shell": spelling}
+    data = MINIMAL | {"config": [step], "evaluator": {"func": "exact_match", "result": getter}}
+    task = load_task(_write(tmp_path / "abc.json", data))
+    assert task.config[0].parameters["shell"] == spelling  # OSWorld's controller sends it on as is
+
+
+@pytest.mark.parametrize("spelling", ["yes", "True", "", 1, ["x"]])
+def test_other_shell_spellings_are_refused_with_one_line(tmp_path: Path, spelling: object) -> None:
+    step = {"type": "execute", "parameters": {"command": "true", "shell": spelling}}
+    with pytest.raises(TaskFileError) as caught:
+        load_task(_write(tmp_path / "abc.json", MINIMAL | {"config": [step]}))
+    assert "shell must be true or false" in str(caught.value) and "\n" not in str(caught.value)
+    getter = {"type": "vm_command_line", "command": "true", "shell": spelling}
+    with pytest.raises(TaskFileError, match="shell must be true or false"):
+        load_task(_write(tmp_path / "abc.json", MINIMAL | {"evaluator": {"func": "exact_match", "result": getter}}))

@@ -280,3 +280,24 @@ async def test_setup_refuses_a_task_it_could_never_score(shell_client, make_ctx)
     with pytest.raises(UnsupportedMetric, match=r"task ocr: metric 'compare_image_text'.*pip install easyocr"):
         await run_setup(shell_client, ctx)
     assert not (shell_client.home / "ran").exists()
+
+
+async def test_a_command_that_exits_non_zero_is_a_warning_not_silence(shell_client, make_ctx, caplog) -> None:
+    """OSWorld's controller goes on past a setup command that ran but failed (some are meant
+    to), and so does setup here; each one is named in a warning line, and the controller's
+    own INFO lines reach no handler that did not see them before."""
+    import logging
+
+    ctx = make_ctx(
+        {
+            "config": [
+                _step("execute", command="echo fine", shell=True),
+                _step("execute", command="echo 'E: Unable to locate package jq' >&2; exit 100", shell="true"),
+            ]
+        }
+    )
+    with caplog.at_level(logging.WARNING):
+        warnings = await run_setup(shell_client, ctx)
+    assert warnings == [f"task {ctx.task_id}: setup step 1 (execute) exited 100: E: Unable to locate package jq"]
+    assert not [r for r in caplog.records if r.name == "desktopenv.setup" and r.levelno < logging.WARNING]
+    assert logging.getLogger("desktopenv.setup").level == logging.NOTSET  # as it was

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -167,3 +168,62 @@ def test_programs_and_openers_a_task_needs(all_tasks) -> None:
     assert "blocked here only (apps, network)" in nothing_extra.format()
     offline = support_report(ubuntu, installed=lambda need: True, network=False)
     assert offline.runnable == everything.runnable and offline.local == offline.offline < offline.runnable
+
+
+@pytest.mark.desktop
+@pytest.mark.integration
+def test_the_report_asks_a_desktop_not_the_host(tmp_path: Path) -> None:
+    """`python -m environments.tasks` answers for a local desktop: its sudo and python count, a
+    program only the host has (in the host's /usr/local, which desktops do not show) does not,
+    nor a module only the project's interpreter has (OpenCV)."""
+    import os
+    import secrets
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or shutil.which("bwrap") is None:
+        pytest.skip("local desktops need root and bubblewrap")
+    host_only = Path("/usr/local/bin") / f"agent-s3-host-only-{secrets.token_hex(3)}"
+    (tmp_path / "os").mkdir()
+
+    def task(name: str, command: object) -> None:
+        step = {"type": "execute", "parameters": {"command": command, "shell": isinstance(command, str)}}
+        data = {"id": name, "instruction": "x", "config": [step], "evaluator": {"func": "exact_match"}}
+        (tmp_path / "os" / f"{name}.json").write_text(json.dumps(data))
+
+    task("sudo-and-python", "echo {CLIENT_PASSWORD} | sudo -S mkdir ~/x && python -c 'import pyautogui, numpy'")
+    task("host-only-program", [host_only.name, "--version"])
+    task("opencv", ["python3", "-c", "import cv2"])
+    host_only.write_text("#!/bin/sh\nexit 0\n")
+    host_only.chmod(0o755)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "environments.tasks", "--offline", "--per-task", str(tmp_path)],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    finally:
+        host_only.unlink()
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "here means: a local desktop" in out and "tasks 3: runnable here 1" in out, out
+    refusals = out.split("refusals per task", 1)[1]
+    assert f"host-only-program: program:{host_only.name} (here)" in refusals
+    assert "opencv: module:cv2 (here)" in refusals
+    assert "sudo-and-python" not in refusals
+
+
+def test_known_differences_are_named_per_task(all_tasks) -> None:
+    """What makes a local desktop score a task differently from OSWorld's image, per task."""
+    from environments.tasks.differences import task_differences
+
+    ubuntu, _ = all_tasks
+    by_id = {t.id[:8]: t for t in ubuntu}
+    met = {key: {d.key for d in task_differences(by_id[key])} for key in ("937087b6", "b6781586", "ec4e3f68", "e0df059f")}
+    assert "default-apps" in met["937087b6"]  # VLC is the default video player here, Totem there
+    assert "system-services" in met["b6781586"]  # timedatectl needs systemd
+    assert met["ec4e3f68"] == {"gnome", "account"}  # a Shell favourite list, /run/user/1000
+    assert met["e0df059f"] == set()  # a folder renamed: nothing differs
+    report = support_report(ubuntu, installed=lambda _: True, network=False)
+    assert report.differences_by_task and set(report.differences) <= {"chromium", "app-builds", "default-apps", "gnome", "system-services", "system-files", "account"}
+    assert "may score differently here" in report.format()

@@ -142,3 +142,33 @@ def test_every_missing_package_of_a_feature_is_named() -> None:
                  expected={"type": "rule", "rules": {"type": "text", "text": "x"}})
     keys = [r.key for r in task_refusals(task, installed=lambda _: True)]
     assert keys == ([] if surface.missing_packages(ocr) == [] else ["package:easyocr (metric compare_image_text)"])
+
+
+def test_programs_come_from_every_shell_segment_and_command_getter() -> None:
+    """What a desktop must have: the programs of every segment of a shell command (past sudo,
+    timeout and assignments), in setup steps and in the getters that run commands."""
+    from environments.tasks.support import needs, programs
+
+    data = {
+        "id": "t2",
+        "instruction": "x",
+        "config": [
+            {"type": "execute", "parameters": {"command": "echo pw | sudo -S apt install xsel && xsel -bc", "shell": "true"}},
+            {"type": "execute", "parameters": {"command": ["python", "-c", "import pyautogui; import numpy as np"]}},
+            {"type": "launch", "parameters": {"command": "VLC_VERBOSE=-1 vlc --no-audio", "shell": True}},
+        ],
+        "evaluator": {
+            "func": "exact_match",
+            "result": {"type": "vm_command_line", "shell": True,
+                       "command": "pulseaudio --start\npactl list sinks | grep Volume | awk '{print $5}'; "
+                                  "TEXT=$(timeout 10 gsettings get org.gnome.desktop.interface x); ./eval.sh"},
+            "expected": {"type": "rule", "rules": {"expected": "100\n"}},
+        },
+    }  # fmt: skip
+    task = parse_task(data).located(None, "os")
+    assert programs(task) == {
+        "sudo", "apt", "xsel", "python", "vlc", "pulseaudio", "pactl", "grep", "awk", "timeout", "gsettings",
+    }  # fmt: skip
+    assert {"module:pyautogui", "module:numpy"} <= needs(task)
+    refused = [r.key for r in task_refusals(task, installed=lambda need: need not in ("pactl", "module:numpy"))]
+    assert refused == ["module:numpy", "program:pactl"]

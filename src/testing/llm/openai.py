@@ -13,10 +13,11 @@ import time
 import uuid
 from typing import Any, Literal
 
-from ..profiles import resolve
-from ..retry import SPEND_LIMIT_CODES, decide_status
-from ..scripted import Reply
-from ..types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
+from core.llm.profiles import resolve
+from core.llm.retry import SPEND_LIMIT_CODES, decide_status
+from core.llm.scripted import Reply
+from core.llm.types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
+
 from ._decode import decode_data_url
 from .base import FakeServer, WireError
 from .schema_rules import check_openai_schema, check_valid_schema

@@ -12,10 +12,11 @@ from typing import Any, Self
 
 from aiohttp import web
 
-from ..errors import ScriptError
-from ..scripted import Reply, Script, ScriptRequest, estimate_usage
-from ..structured import ReplyFormat
-from ..types import ChatMessage, GenerateConfig, Usage
+from core.llm.errors import ScriptError
+from core.llm.scripted import Reply, Script, ScriptRequest, estimate_usage
+from core.llm.structured import ReplyFormat
+from core.llm.types import ChatMessage, GenerateConfig, Usage
+
 from .schema_rules import nonconformity
 from .thinking import spend
 from .wire import WireError
@@ -52,7 +53,7 @@ class FakeServer(ABC):
     The servers are strict: a request the real service refuses for the model it names
     (a sampling value, the token-limit field, reasoning settings, images, cache
     breakpoints, a retired or unknown model) is refused the same way, with the real error
-    body, before the script is consulted; see `fakeserver.strict`.
+    body, before the script is consulted; see `testing.llm.strict`.
     """
 
     #: The route this protocol serves, and the tag recorded as the request's module.
@@ -113,7 +114,7 @@ class FakeServer(ABC):
 
     @abstractmethod
     def check(self, body: dict[str, Any], headers: dict[str, str]) -> None:
-        """Raise `WireError` for a request the real service would refuse (`fakeserver.strict`)."""
+        """Raise `WireError` for a request the real service would refuse (`testing.llm.strict`)."""
 
     @abstractmethod
     def parse(self, body: Any) -> tuple[list[ChatMessage], GenerateConfig]:
@@ -124,7 +125,7 @@ class FakeServer(ABC):
         """The protocol's success body (`thinking`: the reasoning tokens within `usage`)."""
 
     def reply_schema(self, body: dict[str, Any]) -> dict[str, Any] | None:
-        """The JSON schema the request asks the reply in (`fakeserver.schema_rules`), after
+        """The JSON schema the request asks the reply in (`testing.llm.schema_rules`), after
         refusing, with `WireError`, one the real service refuses; None: free text."""
         return None
 
@@ -133,7 +134,7 @@ class FakeServer(ABC):
         return "reply"
 
     def thinking(self, body: dict[str, Any], reply: Reply) -> int:
-        """Tokens the model thinks before `reply` (`fakeserver.thinking`); none by default."""
+        """Tokens the model thinks before `reply` (`testing.llm.thinking`); none by default."""
         return 0
 
     def output_limit(self, body: dict[str, Any]) -> int | None:

@@ -6,7 +6,7 @@ real response shape (`msg_` ids, content blocks, stop reasons, usage with
 `cache_read_input_tokens` / `cache_creation_input_tokens`) or Anthropic's error body. The
 SDK's base URL is `server.base_url` (no /v1: the SDK appends it). Both `x-api-key` and
 `Authorization: Bearer` credentials are accepted. What each model refuses, under the
-request's `anthropic-version`, is checked by `fakeserver.strict`.
+request's `anthropic-version`, is checked by `testing.llm.strict`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import json
 import uuid
 from typing import Any
 
-from ..profiles import THINKING_BUDGETS, resolve
-from ..retry import SPEND_LIMIT_CODES
-from ..scripted import Reply
-from ..types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
+from core.llm.profiles import THINKING_BUDGETS, resolve
+from core.llm.retry import SPEND_LIMIT_CODES
+from core.llm.scripted import Reply
+from core.llm.types import ChatMessage, GenerateConfig, ImagePart, Part, TextPart, Usage
+
 from ._decode import decode_b64
 from .base import FakeServer, WireError
 from .schema_rules import check_anthropic_schema

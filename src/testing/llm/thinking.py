@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..profiles import Profile
-from ..scripted import Reply
+from core.llm.profiles import Profile
+from core.llm.scripted import Reply
 
 __all__ = ["SIMULATED_THINKING", "Thought", "anthropic_thinking_tokens", "openai_reasoning_tokens", "spend"]
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..image_tokens import image_size
-from ..profiles import MIN_THINKING_BUDGET, THINKING_TOP_P, Profile, resolve
+from core.llm.image_tokens import image_size
+from core.llm.profiles import MIN_THINKING_BUDGET, THINKING_TOP_P, Profile, resolve
+
 from ._decode import decode_b64, decode_data_url
 from .base import WireError
 

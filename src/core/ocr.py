@@ -1,15 +1,19 @@
-"""Local OCR for the UI parser: RapidOCR (ONNX models inside its wheel) or the tesseract CLI.
+"""OCR, the project's one place for it: words with pixel boxes read off a screenshot by the
+tesseract CLI or RapidOCR (ONNX models inside its wheel).
 
-Both answer words with pixel boxes; `phrases` joins the words of one line into phrases,
-splitting where the gap is wider than a space would be, so a menu bar becomes one element
-per menu while a sentence stays whole. Both engines are blocking; callers run them in a
-thread.
+Two readers use it: the policy's text-span grounding (`agent_s3.text_spans`, tesseract over
+the screenshot as it is, asynchronously, `tesseract_words`) and GUI-PRA's UI parser
+(`gprm.uiparser`, an `OcrEngine`: blocking, run in a thread; tesseract reads a grey copy
+cut into strips at quiet rows by concurrent processes). `phrases` joins the words of one
+line into phrases, splitting where the gap is wider than a space would be, so a menu bar
+becomes one element per menu while a sentence stays whole.
 """
 
 from __future__ import annotations
 
-import io
+import asyncio
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -21,6 +25,8 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from PIL import Image
 
+from core.png import encode_png
+
 __all__ = [
     "OcrBackend",
     "OcrEngine",
@@ -29,10 +35,12 @@ __all__ = [
     "TesseractEngine",
     "Word",
     "make_ocr",
+    "normalized",
     "parse_tesseract_tsv",
     "phrases",
     "quiet_rows",
     "split_rows",
+    "tesseract_words",
 ]
 
 OcrBackend = Literal["rapidocr", "tesseract"]
@@ -45,14 +53,42 @@ class OcrUnavailableError(RuntimeError):
     """The chosen OCR backend is not installed; the message says what to install."""
 
 
+_EDGE = re.compile(r"^\W+|\W+$")
+
+
 @dataclass(frozen=True, slots=True)
 class Word:
     """One word and its box [left, top, right, bottom) in pixels; `line` groups a line's words."""
 
     text: str
     box: tuple[int, int, int, int]
-    line: int
+    line: int = 0
     score: float = 1.0
+
+    @property
+    def left(self) -> int:
+        return self.box[0]
+
+    @property
+    def top(self) -> int:
+        return self.box[1]
+
+    @property
+    def width(self) -> int:
+        return self.box[2] - self.box[0]
+
+    @property
+    def height(self) -> int:
+        return self.box[3] - self.box[1]
+
+    @property
+    def norm(self) -> str:
+        return normalized(self.text)
+
+
+def normalized(token: str) -> str:
+    """`token` lower-cased without leading or trailing punctuation (for matching words)."""
+    return _EDGE.sub("", token.lower())
 
 
 class OcrEngine(Protocol):
@@ -106,10 +142,14 @@ class RapidOcrEngine:
         return out
 
 
-def parse_tesseract_tsv(tsv: str, *, min_conf: float = 30.0) -> list[Word]:
-    """Word rows (level 5) of tesseract's TSV; a line is (block, paragraph, line)."""
+def parse_tesseract_tsv(tsv: str, *, min_conf: float | None = 30.0,
+                        scale: tuple[float, float] = (1.0, 1.0)) -> list[Word]:
+    """Word rows (level 5) of tesseract's TSV at or above `min_conf` (None: all), boxes
+    multiplied by `scale` (screenshot pixels to screen pixels); a line is tesseract's
+    (block, paragraph, line), numbered in reading order."""
     words: list[Word] = []
     lines: dict[tuple[int, int, int], int] = {}
+    sx, sy = scale
     for row in tsv.splitlines()[1:]:
         cols = row.split("\t")
         if len(cols) < 12 or cols[0] != "5" or not cols[11].strip():
@@ -120,11 +160,47 @@ def parse_tesseract_tsv(tsv: str, *, min_conf: float = 30.0) -> list[Word]:
             conf = float(cols[10])
         except ValueError:
             continue
-        if conf < min_conf:
+        if min_conf is not None and conf < min_conf:
             continue
         line = lines.setdefault(key, len(lines))
-        words.append(Word(cols[11].strip(), (left, top, left + width, top + height), line, conf / 100))
+        x, y = round(left * sx), round(top * sy)
+        box = (x, y, x + round(width * sx), y + round(height * sy))
+        words.append(Word(cols[11].strip(), box, line, conf / 100))
     return words
+
+
+def tesseract_argv(binary: str, *, psm: int, lang: str, options: tuple[str, ...] = ()) -> list[str]:
+    """The command reading a PNG on stdin and writing TSV on stdout."""
+    return [binary, "stdin", "stdout", "--psm", str(psm), "-l", lang, *options, "tsv"]
+
+
+def tesseract_env() -> dict[str, str]:
+    """One OpenMP thread: tesseract's threads contend badly on a busy machine (measured 4-6x
+    slower with the default on 2 busy cores); a caller's own limit is kept."""
+    return {**os.environ, "OMP_THREAD_LIMIT": os.environ.get("OMP_THREAD_LIMIT", "1")}
+
+
+async def tesseract_words(png: bytes, *, psm: int = 6, lang: str = "eng", timeout: float = 30.0,
+                          binary: str = "tesseract", scale: tuple[float, float] = (1.0, 1.0)) -> list[Word]:
+    """The words tesseract reads off a PNG as it is, without blocking the event loop; boxes
+    multiplied by `scale`. `OcrUnavailableError` without tesseract, `RuntimeError` (one
+    line) when it fails or takes longer than `timeout` seconds."""
+    if shutil.which(binary) is None:
+        raise OcrUnavailableError(f"text grounding needs the {binary!r} command; install tesseract-ocr")
+    proc = await asyncio.create_subprocess_exec(
+        *tesseract_argv(binary, psm=psm, lang=lang), env=tesseract_env(),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(timeout):
+            out, err = await proc.communicate(png)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise RuntimeError(f"tesseract took longer than {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"tesseract failed: {err.decode(errors='replace').strip()[:300]}")
+    return parse_tesseract_tsv(out.decode("utf-8", errors="replace"), min_conf=None, scale=scale)
 
 
 def quiet_rows(gray: np.ndarray, *, jump: int = 40) -> np.ndarray:
@@ -177,13 +253,10 @@ class TesseractEngine:
         self.workers = workers if workers is not None else max(1, min(os.cpu_count() or 1, 4))
 
     def _read(self, gray: Image.Image) -> list[Word]:
-        buf = io.BytesIO()
-        gray.save(buf, format="PNG", compress_level=1)
-        env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+        env = {**os.environ, "OMP_THREAD_LIMIT": "1"}  # a process a strip: never more threads
         proc = subprocess.run(
-            [self.binary, "stdin", "stdout", "--psm", str(self.psm), "-l", self.lang,
-             "-c", "tessedit_do_invert=0", "tsv"],
-            input=buf.getvalue(), capture_output=True, timeout=self.timeout, env=env, check=False,
+            tesseract_argv(self.binary, psm=self.psm, lang=self.lang, options=("-c", "tessedit_do_invert=0")),
+            input=encode_png(gray), capture_output=True, timeout=self.timeout, env=env, check=False,
         )
         if proc.returncode != 0:
             raise RuntimeError(f"tesseract failed: {proc.stderr.decode(errors='replace').strip()[:300]}")

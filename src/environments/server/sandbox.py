@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from core.protocols import ExecResult, SandboxLanguage
-from environments.server.processes import ProcessRegistry, run_captured
+
+from .processes import ProcessRegistry, run_captured
 
 __all__ = ["CODE_PATH", "DEFAULT_HIDDEN", "XAUTH_PATH", "BwrapSandbox", "SandboxUnavailable"]
 

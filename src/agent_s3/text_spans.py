@@ -1,82 +1,31 @@
-"""Text-span grounding: find phrases among the words tesseract reads off a screenshot.
+"""Text-span grounding: find phrases among the words OCR reads off a screenshot.
 
-Word boxes are scaled from screenshot pixels to screen pixels, so a selection lands where
-the text is even when the screenshot was taken at another resolution. Matching is done
-here, deterministically, rather than by asking a model to pick word ids.
+The words come from `core.ocr` (tesseract), their boxes scaled from screenshot pixels to
+screen pixels, so a selection lands where the text is even when the screenshot was taken
+at another resolution. Matching is done here, deterministically, rather than by asking a
+model to pick word ids.
 """
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import hashlib
 import io
-import os
-import re
-import shutil
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from PIL import Image
 
 from agent_s3.points import Point, clamp
+from core.ocr import OcrUnavailableError, Word, normalized, tesseract_words
 
-__all__ = ["OcrError", "OcrReader", "Word", "find_phrase", "parse_tsv", "span_points"]
+__all__ = ["OcrError", "OcrReader", "Word", "find_phrase", "span_points"]
 
-_EDGE = re.compile(r"^\W+|\W+$")
 _MATCH_THRESHOLD = 0.8
 
 
 class OcrError(RuntimeError):
     """OCR could not run, or a phrase is not on screen; the message is feedback."""
-
-
-@dataclass(frozen=True, slots=True)
-class Word:
-    """One word read from the screen, with its box in screen pixels."""
-
-    text: str
-    left: int
-    top: int
-    width: int
-    height: int
-    #: (block, paragraph, line) so callers can tell line breaks.
-    line: tuple[int, int, int] = (0, 0, 0)
-
-    @property
-    def norm(self) -> str:
-        return _norm(self.text)
-
-
-def _norm(token: str) -> str:
-    return _EDGE.sub("", token.lower())
-
-
-def parse_tsv(tsv: str, scale: tuple[float, float] = (1.0, 1.0)) -> list[Word]:
-    """Words (level 5 rows with text) from tesseract's TSV, boxes multiplied by `scale`."""
-    words: list[Word] = []
-    sx, sy = scale
-    for row in tsv.splitlines()[1:]:
-        cols = row.split("\t")
-        if len(cols) < 12 or cols[0] != "5" or not cols[11].strip():
-            continue
-        try:
-            left, top, width, height = (int(c) for c in cols[6:10])
-            line = (int(cols[2]), int(cols[3]), int(cols[4]))
-        except ValueError:
-            continue
-        words.append(
-            Word(
-                cols[11].strip(),
-                round(left * sx),
-                round(top * sy),
-                round(width * sx),
-                round(height * sy),
-                line,
-            )
-        )
-    return words
 
 
 def _similarity(window: Sequence[Word], tokens: Sequence[str]) -> float:
@@ -90,7 +39,7 @@ def find_phrase(words: Sequence[Word], phrase: str, start_at: int = 0) -> tuple[
     Exact token matches win; otherwise the closest window above a similarity threshold;
     ties go to the earliest occurrence.
     """
-    tokens = [t for t in (_norm(p) for p in phrase.split()) if t]
+    tokens = [t for t in (normalized(p) for p in phrase.split()) if t]
     if not tokens:
         return None
     n = len(tokens)
@@ -147,36 +96,13 @@ class OcrReader:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        if shutil.which(self.binary) is None:
-            raise OcrError(f"text grounding needs the {self.binary!r} command; install tesseract-ocr")
         with Image.open(io.BytesIO(png)) as img:
             size = img.size
-        proc = await asyncio.create_subprocess_exec(
-            self.binary,
-            "stdin",
-            "stdout",
-            "--psm",
-            str(mode),
-            "-l",
-            self.language,
-            "tsv",
-            # One OpenMP thread: tesseract's threads contend badly on a busy machine
-            # (measured 4-6x slower with the default on 2 busy cores).
-            env={**os.environ, "OMP_THREAD_LIMIT": os.environ.get("OMP_THREAD_LIMIT", "1")},
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
         try:
-            async with asyncio.timeout(self.timeout):
-                out, err = await proc.communicate(png)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-            raise OcrError(f"tesseract took longer than {self.timeout:.0f} s") from None
-        if proc.returncode != 0:
-            raise OcrError(f"tesseract failed: {err.decode(errors='replace').strip()[:300]}")
-        words = parse_tsv(out.decode("utf-8", errors="replace"), (screen[0] / size[0], screen[1] / size[1]))
+            words = await tesseract_words(png, psm=mode, lang=self.language, timeout=self.timeout,
+                                          binary=self.binary, scale=(screen[0] / size[0], screen[1] / size[1]))
+        except (OcrUnavailableError, RuntimeError) as e:
+            raise OcrError(str(e)) from None
         self._cache[key] = words
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)

@@ -34,7 +34,8 @@ from typing import Any
 from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.exceptions import ValidationError
 
-from ..structured import OPENAI_FORMATS, OPENAI_KEYWORDS
+from core.llm.structured import OPENAI_FORMATS, OPENAI_KEYWORDS
+
 from .wire import WireError
 
 __all__ = [

@@ -1,0 +1,1 @@
+"""OSWorld's VM image (or any image whose server speaks its protocol) under QEMU."""

@@ -1,0 +1,31 @@
+"""The strategies by name: what ``strategy`` in the run configuration and ``--strategy`` choose.
+
+A strategy is a class with a ``name`` whose instances are `runner.strategy.Strategy` (an
+async callable over a `TaskRun`). The built-in ones are registered here as ``module:Class``
+strings, imported when first chosen (they are built on `runner.strategy`, which reads the
+run configuration that validates against this registry); a dotted path
+``package.module:Class`` names one of your own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.registry import Registry
+
+__all__ = ["STRATEGIES"]
+
+
+def _problem(found: Any) -> str | None:
+    if not callable(found) or not isinstance(getattr(found, "name", None), str):
+        return "not a strategy: a class with a name, whose instances are called with a TaskRun"
+    return None
+
+
+#: Strategy name -> its class (instantiated with no arguments for each run).
+STRATEGIES: Registry[Any] = Registry("strategy", check=_problem, name_of=lambda cls: cls.name)
+STRATEGIES.register("single", "runner.strategy:SingleRollout", "one rollout")
+STRATEGIES.register("retry", "runner.retry:RetryUntilSuccess", "until the critic accepts")
+STRATEGIES.register("wide", "runner.wide:WideScaling", "N rollouts and a judge")
+STRATEGIES.register("branch", "runner.branch:BranchScaling",
+                    "one rollout to --branch-at, then --branches forks of its checkpoint and a judge; --env qemu")
