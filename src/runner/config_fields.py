@@ -26,6 +26,8 @@ from pydantic_core import PydanticUndefined
 
 from aws import FleetConfig
 from core.llm.profiles import Profile
+from core.registry import Named
+from environments.kinds import DEFAULT_KIND, kind_names
 from environments.osworld.kind import AWSSettings
 from gprm import GUIDES
 from gprm.guide import guide_options_model
@@ -147,6 +149,12 @@ def type_text(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
+def _field_type(info: FieldInfo) -> str:
+    """`type_text`, or the names a registry-named field takes (``Annotated[str, JUDGES.named()]``)."""
+    named = next((m for m in info.metadata if isinstance(m, Named)), None)
+    return named.choices() if named is not None else type_text(info.annotation)
+
+
 def _default(info: FieldInfo) -> str:
     if info.default is PydanticUndefined and info.default_factory is None:
         return "(required)"
@@ -208,7 +216,7 @@ def _walk(model: type[BaseModel], path: str, about: str, out: list[Table], seen:
                 later.append(_section(sub, dotted, doc, out, seen))
         elif (values := _dict_values(info.annotation)):
             later.append(_section(values[0], f"{dotted}.<key>", doc, out, seen))
-        table.rows.append(Row(dotted, type_text(info.annotation), _default(info), doc))
+        table.rows.append(Row(dotted, _field_type(info), _default(info), doc))
     for step in later:
         step()
 
@@ -224,6 +232,9 @@ def _section(model: type[BaseModel], path: str, doc: str, out: list[Table],
             _walk(model, path, about, out, seen, exclude=())
             return
         _walk(model, path, about, out, seen, exclude=())
+        kind = out[-1].rows[0]
+        if kind.path == f"{path}.kind":  # the tag: every registered kind, the default one's name
+            out[-1].rows[0] = Row(kind.path, " | ".join(kind_names()), DEFAULT_KIND, kind.doc)
         common = tuple(model.model_fields)
         for variant in variants():
             kind = variant.model_fields["kind"].default
