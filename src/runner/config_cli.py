@@ -44,7 +44,7 @@ def show(
     if changed:
         rows = [r for r in rows if r.source != "default"]
     key_w = max((len(r.path) for r in rows), default=0)
-    value_w = max((len(r.value) for r in rows), default=0)
+    value_w = min(max((len(r.value) for r in rows), default=0), 32)  # a longer value pushes its line
     source_w = max((len(r.source) for r in rows), default=0)
     for r in rows:
         line = f"{r.path:<{key_w}}  {r.value:<{value_w}}  {r.source:<{source_w}}  {r.doc}"

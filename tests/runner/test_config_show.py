@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from core.config import ConfigError
 from runner.cli import app
-from runner.config_doc import REGENERATE
+from runner.config_doc import REGENERATE, configuration_page
 from runner.config_fields import CHECKED_ELSEWHERE, tables
 from runner.config_show import attribute, describe_source, layers_of, shown_fields
 
@@ -113,6 +113,12 @@ def _untyped(annotation: object) -> bool:
     if origin in (typing.Union, types.UnionType, typing.Annotated):
         return any(_untyped(a) for a in args)
     return origin in (dict, list) and any(a is typing.Any or _untyped(a) for a in args)
+
+
+def test_config_doc_prints_the_page() -> None:
+    result = CliRunner().invoke(app, ["config", "doc"])
+    assert result.exit_code == 0 and result.output == configuration_page()
+    assert result.output.startswith("# Configuration") and REGENERATE in result.output
 
 
 def test_the_configuration_page_is_current() -> None:
