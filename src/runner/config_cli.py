@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from core.config import ConfigError
+from core.protocols import EnvError
 
 from .config_doc import configuration_page
 from .config_show import attribute, layers_of, shown_fields
@@ -32,7 +33,7 @@ def show(
     """Print the resolved run configuration: key, value, source and the field's doc."""
     try:
         rows = shown_fields(attribute(layers_of(config or [], preset)))
-    except (ConfigError, KeyError, ValueError) as e:
+    except (ConfigError, EnvError, KeyError, ValueError) as e:
         typer.echo(f"error: {str(e).strip(chr(34))}", err=True)
         raise typer.Exit(code=2) from None
     for section in sections or []:

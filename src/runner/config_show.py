@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.config import OVERRIDE_FORM, REDACTED, dump_config, is_secret_key, merge_source, redact_urls
+from environments.osworld.kind import AWSSettings, fleet_config
 from gprm.guide import guide_options_model
 from themis.critics import critic_options_model
 
@@ -102,8 +103,11 @@ def shown_fields(sourced: Sourced) -> list[ShownField]:
 
 
 def _options_of(cfg: RunConfig) -> dict[str, BaseModel]:
-    """The guide's and critic's options resolved by their models (for their defaults too)."""
+    """The sections the run's models check elsewhere, resolved by those models (their
+    defaults shown too): the guide's and critic's options, an EC2 fleet's settings."""
     out: dict[str, BaseModel] = {}
+    if isinstance(cfg.environment, AWSSettings):
+        out["environment.fleet"] = fleet_config(cfg.environment)
     if cfg.guide.name != "none":
         out["guide.options"] = guide_options_model(cfg.guide.name).model_validate(cfg.guide.options)
     out["critic.options"] = critic_options_model(cfg.critic.name).model_validate(cfg.critic.options)
@@ -125,4 +129,4 @@ def _fields(obj: BaseModel, data: Mapping[str, Any], prefix: str, sourced: Sourc
         shown = render(data[name], limit=100)
         if source == "default" and info.default_factory is None and render(info.default) != render(value):
             source = "derived"
-        yield ShownField(path, shown, source, one_line(field_doc(info)))
+        yield ShownField(path, shown, source, one_line(field_doc(info)).replace("``", "`"))

@@ -56,6 +56,15 @@ def test_a_mapping_set_whole_attributes_its_keys_and_a_later_layer_wins() -> Non
     assert rows["rollout.record"] == ("true", "flag -c a")
 
 
+def test_a_mapping_field_set_by_key_and_a_fleet_through_its_model() -> None:
+    rows = _by_path([("flag -c k", "environment.kind=aws"), ("flag -c r", "environment.fleet.region=eu-west-1"),
+                     ("flag -c s", "rollout.settle_by_kind.aws=2")])
+    assert rows["environment.fleet.region"] == ("eu-west-1", "flag -c r")
+    assert rows["environment.fleet.max_instances"] == ("40", "default")  # aws.FleetConfig's default
+    assert rows["rollout.settle_by_kind"] == ("{aws: 2.0}", "flag -c s")
+    assert rows["rollout.settle_seconds"] == ("2.0", "derived")
+
+
 def test_source_labels_redact_secrets() -> None:
     assert describe_source("policy.api_key=sk-live-123") == "flag -c policy.api_key=<redacted>"
     assert describe_source("policy.base_url=https://u:pw@h/v1") == "flag -c policy.base_url=https://<redacted>@h/v1"
