@@ -8,6 +8,7 @@ gives it (`runner.config_fields`).
 
 from __future__ import annotations
 
+import re
 import sys
 
 from .config_fields import Table, tables
@@ -48,11 +49,17 @@ def _table(t: Table) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def _anchor(title: str) -> str:
+    """The anchor a Markdown renderer (GitHub's rule) gives a heading."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
 def configuration_page() -> str:
     """The whole page, Markdown."""
     all_tables = tables()
     count = sum(len(t.rows) for t in all_tables)
-    summary = f"{count} fields in {len(all_tables)} sections.\n"
+    summary = f"{count} fields in {len(all_tables)} sections:\n\n" + "\n".join(
+        f"- [{t.title}](#{_anchor(t.title)})" for t in all_tables) + "\n"
     return "\n".join([_INTRO, summary, *(_table(t) for t in all_tables)])
 
 
