@@ -193,10 +193,11 @@ def tables(root: type[BaseModel] = RunConfig) -> list[Table]:
 
 
 def _walk(model: type[BaseModel], path: str, about: str, out: list[Table], seen: dict[type[BaseModel], str],
-          *, exclude: tuple[str, ...], title: str | None = None) -> None:
+          *, exclude: tuple[str, ...], title: str | None = None, into: Table | None = None) -> None:
     seen.setdefault(model, path)
-    table = Table(path, model, title or (f"`{path}`" if path else "Top level"), about)
-    out.append(table)
+    table = into or Table(path, model, title or (f"`{path}`" if path else "Top level"), about)
+    if into is None:
+        out.append(table)
     later: list[Callable[[], None]] = []
     for name, info in model.model_fields.items():
         if name in exclude:
@@ -215,6 +216,7 @@ def _walk(model: type[BaseModel], path: str, about: str, out: list[Table], seen:
             else:
                 later.append(_section(sub, dotted, doc, out, seen))
         elif (values := _dict_values(info.annotation)):
+            doc += " Each entry's keys are listed below."
             later.append(_section(values[0], f"{dotted}.<key>", doc, out, seen))
         table.rows.append(Row(dotted, _field_type(info), _default(info), doc))
     for step in later:
@@ -231,15 +233,16 @@ def _section(model: type[BaseModel], path: str, doc: str, out: list[Table],
                 return
             _walk(model, path, about, out, seen, exclude=())
             return
-        _walk(model, path, about, out, seen, exclude=())
-        kind = out[-1].rows[0]
-        if kind.path == f"{path}.kind":  # the tag: every registered kind, the default one's name
-            out[-1].rows[0] = Row(kind.path, " | ".join(kind_names()), DEFAULT_KIND, kind.doc)
+        base = Table(path, model, f"`{path}`", about)
+        out.append(base)
+        _walk(model, path, about, out, seen, exclude=(), into=base)
+        base.rows = [Row(r.path, " | ".join(kind_names()), DEFAULT_KIND, r.doc) if r.path == f"{path}.kind" else r
+                     for r in base.rows]  # the tag: every registered kind, and the default one
         common = tuple(model.model_fields)
         for variant in variants():
-            kind = variant.model_fields["kind"].default
+            name = variant.model_fields["kind"].default
             _walk(variant, path, one_line(variant.__doc__), out, seen, exclude=common,
-                  title=f"`{path}` with `kind: {kind}`")
+                  title=f"`{path}` with `kind: {name}`")
     return step
 
 
