@@ -9,13 +9,17 @@ import typing
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 from typer.testing import CliRunner
 
 from core.config import ConfigError
+from gprm import GUIDES
 from runner.cli import app
+from runner.config import RunConfig
 from runner.config_doc import REGENERATE, configuration_page
 from runner.config_fields import CHECKED_ELSEWHERE, tables
 from runner.config_show import attribute, describe_source, layers_of, shown_fields
+from runner.model_config import Section
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,6 +117,42 @@ def test_every_field_has_a_doc_and_every_untyped_mapping_a_model() -> None:
                 untyped.append(f"{t.model.__name__}.{name}")
     # ReplyFormat's schema is set by the code that asks for structured replies, never by a user.
     assert untyped == ["ReplyFormat.json_schema"], f"add a model for these to CHECKED_ELSEWHERE: {untyped}"
+
+
+class _MineOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    depth: int = 3
+    """How deep the guide looks."""
+
+
+class _MineGuide:
+    name = "mine"
+    Options = _MineOptions
+
+
+class _Extra(Section):
+    """A section a later change adds."""
+
+    knob: float = 0.5
+    """What the knob turns."""
+
+
+class _Grown(RunConfig):
+    extra: _Extra = _Extra()
+
+
+def test_new_fields_guides_and_sections_are_documented_without_editing_the_generator() -> None:
+    GUIDES.register("mine", _MineGuide)  # type: ignore[arg-type]
+    try:
+        found = {r.path: r for t in tables(_Grown) for r in t.rows}
+        titles = [t.title for t in tables(_Grown)]
+    finally:
+        GUIDES.unregister("mine")
+    assert found["extra.knob"].doc == "What the knob turns." and found["extra.knob"].default == "0.5"
+    assert found["extra"].doc == "A section a later change adds."
+    assert "`guide.options` (guide.name: mine)" in titles and found["guide.options.depth"].type == "int"
+    assert "mine" in found["guide.name"].type
 
 
 def _untyped(annotation: object) -> bool:
