@@ -1,12 +1,14 @@
 """``agent-s3 config``: the run configuration as a user reads it.
 
-``config show [-c FILE|key=value ...] [--preset NAME] [SECTION]`` prints the configuration a
+``config show [-c FILE|key=value ...] [--preset NAME] [SECTION ...] [--changed] [--json]`` prints the configuration a
 run given the same layers would get: every field's value, its source (default, preset, file,
 flag) and its one-line doc. ``config doc`` prints ``docs/configuration.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Annotated
 
 import typer
@@ -29,6 +31,7 @@ def show(
     config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable, later wins.")] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read before any -c.")] = None,
     changed: Annotated[bool, typer.Option("--changed", help="Only fields that are not at their default.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="A JSON list of {path, value, source, doc} instead.")] = False,
 ) -> None:
     """Print the resolved run configuration: key, value, source and the field's doc."""
     try:
@@ -44,6 +47,9 @@ def show(
         rows = [r for r in rows if any(r.path == s or r.path.startswith(s + ".") for s in sections)]
     if changed:
         rows = [r for r in rows if r.source != "default"]
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=1))
+        return
     key_w = max((len(r.path) for r in rows), default=0)
     value_w = min(max((len(r.value) for r in rows), default=0), 32)  # a longer value pushes its line
     source_w = max((len(r.source) for r in rows), default=0)

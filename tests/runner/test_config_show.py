@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import types
@@ -73,8 +74,15 @@ def test_source_labels_redact_secrets() -> None:
     assert describe_source("policy.api_key=sk-live-123") == "flag -c policy.api_key=<redacted>"
     assert describe_source("policy.base_url=https://u:pw@h/v1") == "flag -c policy.base_url=https://<redacted>@h/v1"
     assert describe_source("runs/a/config.json") == "file runs/a/config.json"
-    rows = _by_path([("flag", "policy.api_key=sk-live-123")])
+    rows = _by_path([("flag", "policy.api_key=sk-live-123"), ("flag u", "policy.base_url=https://u:pw@h/v1")])
     assert rows["policy.api_key"][0] == "<redacted>"
+    assert rows["policy.base_url"][0] == "https://<redacted>@h/v1"
+    shown = CliRunner().invoke(app, ["config", "show", "--json", "-c", "policy.api_key=sk-live-123", "policy"])
+    assert shown.exit_code == 0 and "sk-live" not in shown.output
+    fields = {f["path"]: f for f in json.loads(shown.output)}
+    assert fields["policy.api_key"]["source"] == "flag -c policy.api_key=<redacted>"
+    assert fields["policy.timeout"] == {"path": "policy.timeout", "value": "600.0", "source": "default",
+                                        "doc": "Seconds one attempt of a call may take (a reasoning model may think for minutes)."}
 
 
 def test_layers_put_the_preset_first_and_refuse_unknown_ones() -> None:
