@@ -23,6 +23,7 @@ from runner.config_show import attribute, describe_source, layers_of, shown_fiel
 from runner.model_config import Section
 
 ROOT = Path(__file__).resolve().parents[2]
+_PROJECT = ("core", "environments", "aws", "agent_s3", "gprm", "bjudge", "themis", "runner")
 
 
 def _by_path(layers: list[tuple[str, str | Path]]) -> dict[str, tuple[str, str]]:
@@ -116,10 +117,12 @@ def test_config_show_refuses_a_bad_key_in_one_line() -> None:
 
 
 def test_every_field_has_a_doc_and_every_untyped_mapping_a_model() -> None:
-    undocumented = [r.path for t in tables() for r in t.rows if not r.doc]
+    # the project's own models (another test may have registered a guide or critic of its own)
+    own = [t for t in tables() if t.model.__module__.split(".")[0] in _PROJECT]
+    undocumented = [r.path for t in own for r in t.rows if not r.doc]
     assert not undocumented, f"give these fields a docstring in their model: {undocumented}"
     untyped = []
-    for t in tables():
+    for t in own:
         for name, info in t.model.model_fields.items():
             if _untyped(info.annotation) and (t.model, name) not in CHECKED_ELSEWHERE:
                 untyped.append(f"{t.model.__name__}.{name}")
