@@ -187,6 +187,6 @@ def test_the_configuration_page_is_current() -> None:
                           check=True, cwd=ROOT).stdout
     checked_in = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert page == checked_in, f"docs/configuration.md is out of date: run `{REGENERATE}`"
-    rows = sum(len(t.rows) for t in tables())
+    rows = sum(line.startswith("| `") for line in page.splitlines())
     assert f"{rows} fields in" in page and "`guide.options.max_tool_calls`" in page
     assert "`environment.fleet.region`" in page and "`critic.options.selector_rounds`" in page
