@@ -35,6 +35,7 @@ from .bench_cli import app as bench_app
 from .branch import check_branch
 from .cli_errors import GuardedTyper
 from .config import RunConfig, load_run_config
+from .config_cli import config_app
 from .critic_cli import register as register_critic_commands
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
 from .env_cli import app as env_app
@@ -74,6 +75,7 @@ app.add_typer(aws_app, name="aws")
 app.command("sweep")(sweep_command)
 app.add_typer(models_app, name="models")
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(config_app, name="config")
 
 
 def _fail(message: str) -> typer.Exit:

@@ -57,13 +57,15 @@ SIMULATED = "sim"
 class Price(BaseModel):
     """US dollars per million tokens."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
     input: float
+    """Dollars per million input tokens."""
     output: float
-    #: Input tokens read from the prompt cache; None means the plain input price.
+    """Dollars per million output tokens (reasoning included)."""
     cached_input: float | None = None
-    #: Input tokens written to the prompt cache; None means the plain input price.
+    """Input tokens read from the prompt cache; None means the plain input price."""
     cache_write: float | None = None
+    """Input tokens written to the prompt cache; None means the plain input price."""
 
     def cost(self, usage: Usage) -> float:
         cached = usage.cached_tokens
