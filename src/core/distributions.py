@@ -21,9 +21,10 @@ __all__ = ["Skewed"]
 class Skewed(BaseModel):
     """A lognormal quantity given by its median and mean (mean ≥ median)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True)
 
     median: float = Field(ge=0)
+    """The median (seconds for a duration)."""
     mean: float | None = Field(default=None, ge=0)
     """None: the median (a constant)."""
     cap: float | None = Field(default=None, gt=0)

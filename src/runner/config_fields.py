@@ -29,6 +29,8 @@ from core.llm.profiles import Profile
 from core.registry import Named
 from environments.kinds import DEFAULT_KIND, kind_names
 from environments.osworld.kind import AWSSettings
+from environments.sim.kind import SimSettings
+from environments.sim.profile import FleetProfile
 from gprm import GUIDES
 from gprm.guide import guide_options_model
 from themis import CRITICS
@@ -68,6 +70,8 @@ CHECKED_ELSEWHERE: dict[tuple[type[BaseModel], str], Checked] = {
     (RunConfig, "models"): Checked("`core.llm.profiles.Profile` (`agent-s3 models check` shows the result)",
                                    lambda: [("per model", Profile)], key=".<provider/model>"),
     (AWSSettings, "fleet"): Checked("`aws.FleetConfig`", lambda: [("fleet", FleetConfig)]),
+    (SimSettings, "overrides"): Checked("`environments.sim.profile.FleetProfile` (merged over the bundled fleet.yaml)",
+                                        lambda: [("overrides", FleetProfile)]),
     (WideConfig, "mixture"): Checked("`runner.mixture.parse_mixture` (a list of `MixtureEntry`)",
                                      lambda: [("each entry", MixtureEntry)], key="[]"),
 }

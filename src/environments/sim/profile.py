@@ -23,7 +23,7 @@ FLEET_FILE = Path(__file__).with_name("fleet.yaml")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True)
 
 
 class ServerTimes(_Model):
@@ -40,20 +40,27 @@ class ProviderProfile(_Model):
     """How one provider starts, reverts and loses its environments."""
 
     description: str
+    """What the provider is, in a line."""
     dollars_per_hour: float = Field(ge=0)
+    """What one environment costs per hour of use."""
     dollars_source: str = ""
+    """Where that price comes from."""
     instance_type: str | None = None
+    """The machine type, where the provider has one (EC2)."""
     launch: Skewed
     boot: Skewed
     revert: Skewed | None = None
     """A revert in place; None when `revert_is_relaunch` (a revert is a new machine)."""
     revert_is_relaunch: bool = False
+    """A revert is a new machine (launch, then boot), as on AWS and OSWorld's Docker."""
     failure_per_hour: float = Field(default=0.0, ge=0)
     """Environments lost per hour of use (an instance terminated mid-rollout)."""
     failure_source: str = ""
+    """Where `failure_per_hour` comes from."""
     capacity_error: float = Field(default=0.0, ge=0, le=1)
     """Share of launches refused for want of capacity (retried after `capacity_backoff`)."""
     capacity_source: str = ""
+    """Where `capacity_error` comes from."""
     capacity_backoff: Skewed = Skewed(median=30.0, mean=40.0, source="assumption")
 
     @model_validator(mode="after")
@@ -78,6 +85,7 @@ class HarnessWaits(_Model):
 
 class FleetProfile(_Model):
     screen: dict[str, int] = Field(default_factory=lambda: {"width": 1920, "height": 1080})
+    """The simulated screens' size (``width``, ``height``)."""
     server: ServerTimes
     providers: dict[str, ProviderProfile]
     harness: HarnessWaits
