@@ -35,12 +35,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 import judge_cost
 from core.llm import PriceTable, Script
-from core.llm.fakeserver import OpenAIServer
 from core.llm.scripted import IMAGE_RULES_ENV
 from environments.local.kind import LocalSettings
 from runner.demo_judge import demo_judge_reply
 from runner.demo_policy import PlannedReplies, action_reply
 from runner.environments import open_pool
+from testing.llm import OpenAIServer
 
 TASK = "mousepad-append-line"
 _CYCLE = [
