@@ -2,19 +2,21 @@
 
 Prints, for each operation (in ms unless its name gives a unit), the median through the
 server, the same operation done in this process (the floor an HTTP server can approach),
-and a reference server started beside ours on the same desktop in the same run, doing per
-request what OSWorld's server does (`osworld_reference.py`: pyautogui screenshot, cursor
-pasted, PNG at Pillow's default level; a fresh `python -c` importing pyautogui, with its
-default pause, per action), as ratios. Goal: screenshot at most 0.5 of the reference, with
-the PNG still accepted by OSWorld's own client (desktop-env's `PythonController`). The
-machine is shared: compare ratios.
+and a reference server started beside ours on the same desktop in the same run, as
+ratios. The reference is OSWorld's own server when given (``--reference
+.../desktop_env/server/main.py --reference-python PY``, run unchanged; `osworld_server.py`
+says how and names the copy), else an imitation of it on this project's Python
+(`osworld_reference.py`), and the first line printed says which. Goal: screenshot at most
+0.5 of the reference, with the PNG still accepted by OSWorld's own client (desktop-env's
+`PythonController`). The machine is shared: compare ratios.
 
 Then whole local desktops from the provider (Xvfb, openbox, D-Bus, mousepad, server and
 executor): start time, revert time against the 2 s goal, memory per desktop, and how many fit
 (`--desktops`, default 8, the goal for this 2-core machine). Desktops keep their default
 spare sandbox; `benchmarks/revert.py` compares revert with and without it.
 
-    python benchmarks/env_step.py [-n 40] [--size 1920x1080] [--desktops 8]
+    python benchmarks/env_step.py [-n 40] [--size 1920x1080] [--desktops 8] \
+        [--reference OSWorld/desktop_env/server/main.py --reference-python PY]
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ import httpx
 from environments.local import measure_desktops
 from environments.osworld import PYAUTOGUI_PREFIX, OSWorldClient
 from environments.server.capture import ScreenCapture
+
+sys.path.insert(0, str(Path(__file__).parent))
+from osworld_server import describe as describe_server
+from osworld_server import launch as launch_server
 
 SCREENSHOT_GOAL = 0.5
 REFERENCE = Path(__file__).with_name("osworld_reference.py")
@@ -209,8 +215,30 @@ def _wait_for_port(proc: subprocess.Popen[bytes], port_file: Path, what: str) ->
     return f"http://127.0.0.1:{port_file.read_text().strip()}"
 
 
+@dataclass(frozen=True)
+class Reference:
+    """OSWorld's own server file and the Python to run it with; None runs the imitation."""
+
+    main: Path | None = None
+    python: str = sys.executable
+
+    def describe(self) -> str:
+        if self.main is None:
+            return ("reference: an IMITATION of OSWorld's server on this project's Python "
+                    "(benchmarks/osworld_reference.py); pass --reference .../desktop_env/server/main.py "
+                    "for OSWorld's own")
+        return describe_server(self.main, self.python)
+
+    def start(self, env: dict[str, str], port_file: Path) -> subprocess.Popen[bytes]:
+        if self.main is None:
+            return subprocess.Popen([sys.executable, str(REFERENCE), str(port_file)], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        return launch_server(self.main, self.python, port_file, env)
+
+
 @contextmanager
-def bench_desktop(width: int, height: int, folder: Path) -> Iterator[tuple[str, str, str, int, str]]:
+def bench_desktop(width: int, height: int, folder: Path,
+                  reference_server: Reference | None = None) -> Iterator[tuple[str, str, str, int, str]]:
     """Xvfb + an editor showing text + our server + the OSWorld-style reference server;
     yields (display, url, token, server pid, reference url)."""
     read_fd, write_fd = os.pipe()
@@ -248,13 +276,7 @@ def bench_desktop(width: int, height: int, folder: Path) -> Iterator[tuple[str, 
         start_new_session=True,
     )  # fmt: skip
     reference_port = folder / "reference-port"
-    reference = subprocess.Popen(
-        [sys.executable, str(REFERENCE), str(reference_port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    reference = (reference_server or Reference()).start(env, reference_port)
     try:
         url = _wait_for_port(server, port_file, "controller server")
         reference_url = _wait_for_port(reference, reference_port, "reference server")
@@ -270,9 +292,9 @@ def bench_desktop(width: int, height: int, folder: Path) -> Iterator[tuple[str, 
                     os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def run(width: int, height: int, n: int) -> tuple[list[Row], str]:
+async def run(width: int, height: int, n: int, reference_server: Reference) -> tuple[list[Row], str]:
     with tempfile.TemporaryDirectory(prefix="env-step-") as folder:
-        with bench_desktop(width, height, Path(folder)) as (display, url, token, pid, reference_url):
+        with bench_desktop(width, height, Path(folder), reference_server) as (display, url, token, pid, reference_url):
             os.environ["DISPLAY"] = display
             os.environ["XAUTHORITY"] = str(Path(folder) / "Xauthority")
             async with (
@@ -308,9 +330,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", type=int, default=40, help="samples per operation (median)")
     parser.add_argument("--size", default="1920x1080", help="screen size WxH")
     parser.add_argument("--desktops", type=int, default=8, help="whole desktops to run at once (0 skips)")
+    parser.add_argument("--reference", type=Path, default=None,
+                        help="OSWorld's desktop_env/server/main.py (its folder holds pyxcursor.py): the reference")
+    parser.add_argument("--reference-python", default=sys.executable,
+                        help="a Python with OSWorld's server requirements (see benchmarks/osworld_server.py)")
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
-    rows, accepted = asyncio.run(run(width, height, args.n))
+    reference_server = Reference(args.reference, args.reference_python)
+    print(reference_server.describe(), flush=True)
+    rows, accepted = asyncio.run(run(width, height, args.n, reference_server))
     print_rows(rows)
     shot = rows[0]
     assert shot.osworld_ms is not None

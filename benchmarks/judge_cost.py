@@ -78,13 +78,14 @@ class TaskLedger:
 
 
 async def wide_run(root: Path, pool: EnvironmentPool, task_id: str, n: int, setting: str,
-                   narrative: dict[str, Any], policy_url: str, judge_url: str) -> TaskLedger:
+                   narrative: dict[str, Any], policy_url: str, judge_url: str,
+                   max_steps: int | None = None) -> TaskLedger:
     """One wide run of `task_id` with Behavior Judge (`narrative` overrides bjudge's
-    defaults); its ledger's records."""
+    defaults; `max_steps` the rollouts' step limit); its ledger's records."""
     task = resolve_task(task_id)
     cfg = load_run_config([{
         "policy": {"model": "openai/cost-policy", "base_url": policy_url, "api_key": KEY, "max_connections": 64},
-        "rollout": {"settle_seconds": 0.3},
+        "rollout": {"settle_seconds": 0.3, **({"max_steps": max_steps} if max_steps else {})},
         "strategy": "wide",
         "wide": {"rollouts": n, "seed": 3, "judge": "bjudge",
                  "judge_model": {"model": "openai/cost-judge", "base_url": judge_url, "api_key": KEY,

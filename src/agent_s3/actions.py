@@ -10,6 +10,7 @@ Key names are checked against the platform passed as validation context
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
@@ -334,14 +335,23 @@ def action_fields(cls: type[ActionBase]) -> list[str]:
     return [n for n in cls.model_fields if n != "kind"]
 
 
+_REQUIRED = object()
+
+
+@cache
+def _defaults(cls: type[ActionBase]) -> tuple[tuple[str, Any], ...]:
+    """(argument, default or `_REQUIRED`) in positional order; pydantic inspects a default
+    factory's signature on every call, and every step's history line needs these."""
+    return tuple((name, _REQUIRED if cls.model_fields[name].is_required()
+                  else cls.model_fields[name].get_default(call_default_factory=True)) for name in action_fields(cls))
+
+
 def action_call(action: ActionBase) -> str:
     """The action as the `agent.<name>(...)` call the model would write (for history)."""
-    cls = type(action)
     args: list[str] = []
-    for name in action_fields(cls):
+    for name, default in _defaults(type(action)):
         value: Any = getattr(action, name)
-        field = cls.model_fields[name]
-        if not field.is_required() and value == field.get_default(call_default_factory=True):
+        if default is not _REQUIRED and value == default:
             continue
         args.append(f"{name}={value!r}")
     return f"agent.{action.kind}({', '.join(args)})"  # type: ignore[attr-defined]

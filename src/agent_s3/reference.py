@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Collection
+from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin
 
 from agent_s3.actions import ACTION_TYPES, ActionBase, action_fields, action_name
@@ -54,5 +55,13 @@ def describe_action(cls: type[ActionBase]) -> str:
 
 def action_reference(allowed: Collection[str] | None = None) -> str:
     """The `class Agent` block listing every allowed action, in grammar order."""
-    chosen = [c for c in ACTION_TYPES if allowed is None or action_name(c) in allowed]
+    chosen = tuple(c for c in ACTION_TYPES if allowed is None or action_name(c) in allowed)
+    texts = tuple((c.__doc__, tuple(f.description for f in c.model_fields.values())) for c in chosen)
+    return _reference(chosen, texts)
+
+
+@cache
+def _reference(chosen: tuple[type[ActionBase], ...], texts: tuple[object, ...]) -> str:
+    """Built once per set of actions and their texts (every step's system prompt holds it,
+    and describing an action asks pydantic for its defaults, which is slow)."""
     return "class Agent:\n" + "\n\n".join(describe_action(c) for c in chosen)

@@ -42,7 +42,9 @@ class AugmentConfig(BaseModel):
     marker_radius: int = Field(default=12, ge=3)
     """Radius of the pointer markers, in pixels of the image the model sees."""
     outline_colour: tuple[int, int, int] = (255, 0, 0)
+    """RGB colour of the pointer markers and the zoom outline."""
     outline_width: int = Field(default=3, ge=1)
+    """Line width of the markers and outline, in pixels."""
     png_level: int = Field(default=1, ge=0, le=9)
     """zlib level of the PNGs sent; 1 is several times faster than the default."""
 

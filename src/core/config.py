@@ -38,6 +38,7 @@ import yaml
 from pydantic import BaseModel, SecretBytes, SecretStr, ValidationError
 
 __all__ = [
+    "OVERRIDE_FORM",
     "REDACTED",
     "ConfigError",
     "dump_config",
@@ -51,7 +52,8 @@ M = TypeVar("M", bound=BaseModel)
 
 REDACTED = "<redacted>"
 
-_OVERRIDE = re.compile(r"^([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)=(.*)$", re.DOTALL)
+#: A ``dotted.key=value`` override (anything else given as a source is a file).
+OVERRIDE_FORM = re.compile(r"^([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)=(.*)$", re.DOTALL)
 _SECRET_WORDS = frozenset(
     {
         "password",
@@ -93,7 +95,7 @@ def merge_source(
     """`data` with one more source applied; keys are checked against `model`."""
     if isinstance(source, Mapping):
         layer, origin = dict(source), "a mapping given in code"
-    elif isinstance(source, str) and (match := _OVERRIDE.match(source)):
+    elif isinstance(source, str) and (match := OVERRIDE_FORM.match(source)):
         key, text = match.group(1), match.group(2)
         value = _override_value(model, key, text)
         shown = REDACTED if any(is_secret_key(part) for part in key.split(".")) else redact_urls(text)

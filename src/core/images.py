@@ -8,9 +8,10 @@ with a fast compression level, because encoding dominates the cost of a step's a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont
 
 from core.png import decode_png, encode_png
 
@@ -106,8 +107,14 @@ def draw_marker(
     tx = cx + radius + 4 if cx + radius + 4 + 8 * len(text) < out.width else cx - radius - 4 - 8 * len(text)
     ty = max(0, cy - radius - 14)
     draw.rectangle([tx - 2, ty - 1, tx + 7 * len(text) + 4, ty + 12], fill=(255, 255, 255))
-    draw.text((tx, ty), text, fill=colour)
+    draw.text((tx, ty), text, fill=colour, font=_label_font())
     return out
+
+
+@cache
+def _label_font() -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    """Pillow's default font, loaded once (ImageDraw loads it again for every label)."""
+    return ImageFont.load_default()
 
 
 def zoom_box(width: int, height: int, x: float, y: float, size: int) -> Box:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from core.clock import ClockSpec
 from core.protocols import Platform
 
 if TYPE_CHECKING:
@@ -115,6 +116,16 @@ class EnvironmentKind(Generic[S]):
     run. The first is what a task file or an instruction given with this kind is read as."""
     settle_seconds: float | None = None
     """Pause after each action when the run sets none (None: the rollout's default)."""
+    own_scoring: bool = False
+    """Its environments score tasks themselves, without OSWorld's metric code on this
+    machine (a simulated fleet): no task is set aside for a metric or package missing here."""
+    clock: Callable[[S], ClockSpec | None] | None = None
+    """The clock a run on these settings keeps, for a kind whose time is simulated (None,
+    or a None answer: the wall clock; see `core.clock`)."""
+
+    def clock_for(self, settings: EnvironmentSettings) -> ClockSpec | None:
+        """The simulated clock a run on `settings` is driven by, or None for the wall clock."""
+        return self.clock(settings) if self.clock is not None else None  # type: ignore[arg-type]
 
     @property
     def platform(self) -> Platform:

@@ -8,7 +8,6 @@ made with other settings is refused in one line. See `runner.resume`.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +21,7 @@ from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError, is_script
 from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import RunLayout, check_name
-from environments.kinds import field_help
+from environments.kinds import field_help, get_kind
 from environments.tasks import SUITE_DIR, TaskError
 
 from .bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
@@ -53,6 +52,7 @@ from .report import write_report
 from .resume import ResumeMismatch, identity_of, read_manifest
 from .retry import check_critic
 from .run_log import run_log
+from .running import run_async, with_simulation_label
 from .strategies import STRATEGIES
 from .task_errors import EXIT_TASK_ERRORS, TaskLines, summarize_task_errors
 from .terminal import SafeConsole
@@ -110,14 +110,15 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         check_executor(cfg)
         cfg.environment.check()
         unpriced = check_prices(cfg)
-        bench: BenchTasks = load_bench_tasks(list_file, examples, domain=domain, limit=limit)
+        bench: BenchTasks = load_bench_tasks(list_file, examples, domain=domain, limit=limit,
+                                             check_gaps=not get_kind(cfg.environment.kind).own_scoring)
         if cfg.policy.model == DEMO_MODEL:
             _demo_only(bench)
             cfg = cfg.model_copy(update={"label": cfg.label or DEMO_NOTE})
         elif is_noop(cfg.policy.model):
             register_noop(cfg.policy.model)
             cfg = cfg.model_copy(update={"label": cfg.label or NOOP_NOTE})
-        cfg = prepare_wide(cfg)
+        cfg = with_simulation_label(prepare_wide(cfg))
     except (ConfigError, EnvError, TaskError, KeyError, ValueError) as e:
         raise _fail(str(e).strip('"')) from None
     for option, folder in (("--export", export), ("--out", cfg.out_dir)):
@@ -126,7 +127,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
     if not bench.tasks:
         raise _fail(f"no runnable task in {list_file}" + (f" for domain {domain!r}" if domain else "")
                     + ": check --domain, or the skipped tasks' gaps with `python -m environments.tasks`")
-    layout = RunLayout(cfg.out_dir, str(cfg.run_id))
+    layout = RunLayout(cfg.out_dir, str(cfg.run_id), durable=cfg.durable)
     identity = identity_of(cfg.model_dump(mode="json"), tasks=str(list_file.resolve()),
                            examples=str(examples.resolve()) if examples else None, domain=domain, limit=limit)
     ledger = Ledger(layout.ledger_path)
@@ -143,6 +144,8 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         console.print(f"  [dim]skipped {escape(task_id)}: {escape(', '.join(gaps))}[/dim]")
     if unpriced:
         console.print(f"[bold yellow]warning[/bold yellow] {escape(unpriced_line(unpriced))}")
+    if cfg.label and "SIMULATED" in cfg.label:
+        console.print(f"[bold yellow]SIMULATED[/bold yellow] {escape(cfg.label)}")
     if read_manifest(layout) is not None:  # resuming by run id is a benchmark's documented rule
         console.print(f"[bold]resuming[/bold] run {escape(layout.run_id)}: its finished rollouts are kept, the "
                       "rest run (pass another --run-id for a new run)")
@@ -151,8 +154,8 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
 
     try:
         with run_log(layout.path, verbose=verbose), watching_retries(RetryPrinter(console)):
-            done = asyncio.run(run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
-                                         concurrency=parallel, on_task=landed))
+            done = run_async(cfg, run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
+                                            concurrency=parallel, on_task=landed))
     except ResumeMismatch as e:
         raise _fail(str(e)) from None
     except KeyboardInterrupt:
@@ -178,6 +181,9 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
     if is_scripted(cfg.policy.model, cfg.label):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] replies came from a script, not a model"
                       f"{': ' + escape(cfg.label) if cfg.label else ''}")
+    if cfg.label and "SIMULATED" in cfg.label:
+        console.print("[bold yellow]SIMULATED[/bold yellow] no desktop ran and no model was called: every figure "
+                      "above is simulated (seconds are simulated seconds)")
     task_status = summarize_task_errors(console, layout)
     module_status = summarize_errors(console, layout, cfg.max_module_error_share)
     console.print(f"[bold]files[/bold] {layout.path} (summary.json, report.html, run.log)")

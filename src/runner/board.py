@@ -10,7 +10,6 @@ below it, each model call being retried now (which module, why, how long so far)
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from core import clock
 from core.llm import Ledger
 from core.llm.notices import RetryNotice
 from core.trajectory import TASK_ERRORS
@@ -46,7 +46,7 @@ class _Row:
     step: int = 0
     action: str = ""
     error: str | None = None
-    started: float = field(default_factory=time.perf_counter)
+    started: float = field(default_factory=clock.monotonic)
     ended: float | None = None
 
 
@@ -73,10 +73,10 @@ class RolloutBoard:
     def watch(self, task_id: str, k: int, status: str, model: str, attempt: int) -> None:
         row = self.rows.setdefault((task_id, k), _Row(model=model))
         if status == "running" and row.status != "running":
-            row.started, row.ended, row.step, row.error, row.action = time.perf_counter(), None, 0, None, ""
+            row.started, row.ended, row.step, row.error, row.action = clock.monotonic(), None, 0, None, ""
         row.status, row.attempt, row.model = status, attempt, model
         if status not in ("waiting", "starting", "running"):
-            row.ended = time.perf_counter()
+            row.ended = clock.monotonic()
         self._refresh()
 
     async def hook(self, event: StepEvent) -> None:
@@ -100,7 +100,7 @@ class RolloutBoard:
         table = Table(expand=False, box=None, pad_edge=False, caption=caption, caption_justify="left")
         for name in ("task", "#", "model", "try", "step", "last action", "status", "s"):
             table.add_column(name, no_wrap=name != "last action", overflow="ellipsis")
-        now = time.perf_counter()
+        now = clock.monotonic()
         for (task_id, k), row in sorted(self.rows.items()):
             colour = _COLOURS.get(row.status, "white")
             status = f"[{colour}]{escape(row.status)}[/{colour}]"

@@ -35,6 +35,7 @@ from .bench_cli import app as bench_app
 from .branch import check_branch
 from .cli_errors import GuardedTyper
 from .config import RunConfig, load_run_config
+from .config_cli import config_app
 from .critic_cli import register as register_critic_commands
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
 from .env_cli import app as env_app
@@ -53,6 +54,7 @@ from .resume import task_finished
 from .retry import RetryUntilSuccess, check_critic
 from .run_folder import check_run_folder, open_run_folder
 from .run_log import official_output_to_log, run_log
+from .running import run_async, with_simulation_label
 from .strategies import STRATEGIES
 from .strategy import RolloutOutcome, Strategy, TaskRun
 from .sweep_cli import sweep_command
@@ -74,6 +76,7 @@ app.add_typer(aws_app, name="aws")
 app.command("sweep")(sweep_command)
 app.add_typer(models_app, name="models")
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(config_app, name="config")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -170,9 +173,9 @@ def run(
         check_guide(cfg)
         check_executor(cfg)
         check_models(cfg)
-        cfg = prepare_wide(cfg)
+        cfg = with_simulation_label(prepare_wide(cfg))
         unpriced = check_prices(cfg)
-        layout = RunLayout(cfg.out_dir, rid)
+        layout = RunLayout(cfg.out_dir, rid, durable=cfg.durable)
         use = check_run_folder(layout, the_task.id, cfg.strategy, resume=resume, overwrite=overwrite)
         resumed = use == "resume"
     except (ConfigError, EnvError, KeyError, ValueError) as e:
@@ -204,7 +207,7 @@ def run(
     if cfg.strategy in ("wide", "branch"):
         try:
             with run_log(layout.path, verbose=verbose):
-                wide = asyncio.run(run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
+                wide = run_async(cfg, run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
         except KeyboardInterrupt:
             console.print(f"[yellow]interrupted[/yellow]; the desktops were stopped. Files so far: {layout.path}")
             raise typer.Exit(code=130) from None
@@ -217,7 +220,7 @@ def run(
         return
     try:
         with run_log(layout.path, verbose=verbose):
-            outcome = asyncio.run(_run(cfg, the_task, layout, models, ledger, console, resume=resumed))
+            outcome = run_async(cfg, _run(cfg, the_task, layout, models, ledger, console, resume=resumed))
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]; the desktop was stopped. Files so far: {layout.path}")
         raise typer.Exit(code=130) from None
@@ -269,6 +272,8 @@ def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> 
     console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(cfg.environment.where())}")
     if is_scripted(cfg.policy.model):
         console.print(f"[bold yellow]SCRIPTED[/bold yellow] {escape(cfg.label or 'scripted replies, not a model')}")
+    if cfg.label and "SIMULATED" in cfg.label:
+        console.print(f"[bold yellow]SIMULATED[/bold yellow] {escape(cfg.label)}")
     console.print(f"[bold]run folder[/bold] {layout.path}")
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "EnvironmentSection",
     "ExecutorConfig",
     "GuideConfig",
+    "LimitsConfig",
     "ModelConfig",
     "RolloutConfig",
     "RunConfig",
@@ -67,7 +68,18 @@ class RolloutConfig(Section):
     max_steps: int = Field(default=50, ge=1)
     """Steps before the rollout ends as ``step_limit`` (a task's own budget wins)."""
     settle_seconds: float = Field(default=3.0, ge=0)
-    """Pause after each action before the next screenshot, so the screen has settled."""
+    """Pause after each action before the next screenshot, so the screen has settled
+    (with ``settle: auto``, the most it waits)."""
+    settle: Literal["fixed", "auto"] = "fixed"
+    """``fixed`` waits `settle_seconds` after every action (the paper's 3 s); ``auto``
+    watches the screen and goes on once it has held still for `settle_quiet` seconds,
+    never later than `settle_seconds` (see runner/settle.py and benchmarks/settle.py)."""
+    settle_quiet: float = Field(default=0.5, gt=0)
+    """With ``settle: auto``: seconds the screen must hold still."""
+    settle_poll: float = Field(default=0.1, gt=0)
+    """With ``settle: auto``: seconds between screenshots while waiting."""
+    settle_tolerance: int = Field(default=0, ge=0)
+    """With ``settle: auto``: pixels that may change while the screen counts as still."""
     settle_by_kind: dict[str, float] = Field(default_factory=dict)
     """Settle seconds per ``environment.kind``, used when `settle_seconds` is not set; a kind
     not named here uses its own default (a phone redraws faster than a desktop's
@@ -79,6 +91,16 @@ class RolloutConfig(Section):
     record: bool = False
     """Record each rollout's screen as ``recording.mp4`` in its folder (from the end of the
     task's setup to the end of its scoring) on environments that can; `report.html` links it."""
+
+
+class LimitsConfig(Section):
+    """How the run shares its providers' rate limits (see `core.llm.rate_budget`)."""
+
+    pacing: bool = True
+    """Pace every call of the run through one budget per provider endpoint and model,
+    learned from the rate-limit headers, judging first: calls wait before the provider
+    would refuse them. false sends each call at once and retries a refused one as the
+    provider asks (each call on its own)."""
 
 
 class CriticConfig(Section):
@@ -151,6 +173,11 @@ class RunConfig(Section):
     """Where the rollouts run: ``kind`` names an environment kind (``agent-s3 run --help``
     lists them) and the other keys are that kind's settings."""
     rollout: RolloutConfig = RolloutConfig()
+    limits: LimitsConfig = LimitsConfig()
+    """Rate limits as one budget shared by every call of the run."""
+    sim_models: Path | None = None
+    """A YAML file merged over core/llm/sim/models.yaml: the figures of simulated models
+    (``sim/openai/...``): latencies, tokens, the account's rate limits, their behaviour."""
     executor: ExecutorConfig = ExecutorConfig()
     """In-process asyncio (the default) or a Ray cluster."""
     strategy: Annotated[str, STRATEGIES.named()] = "single"
@@ -175,6 +202,10 @@ class RunConfig(Section):
     """Name of the run folder; None makes one from the time."""
     label: str | None = None
     """A note carried into the run's files, e.g. that the policy is scripted."""
+    durable: bool = True
+    """fsync every file of the run folder as it is written (false: a killed process still
+    leaves each file whole or absent, a power cut may not; a simulated run at scale writes
+    hundreds of thousands of files and need not wait on the disk for each)."""
     seed: int | None = None
     """Seed of the policy's decoding, when the provider honours one."""
     max_module_error_share: float = Field(default=0.0, ge=0, le=1)

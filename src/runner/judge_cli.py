@@ -29,6 +29,7 @@ from bjudge import (
     make_judge,
     make_representer,
 )
+from core import clock
 from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunFolderError, RunLayout, TaskResult, rollout_errors
 
@@ -36,6 +37,7 @@ from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
 from .model_config import ModelConfig
 from .models import chat_model
 from .report import write_report
+from .running import run_clock
 from .wide import fact_cache
 from .wide_cli import models_by_module
 
@@ -168,9 +170,9 @@ def judge_command(
         raise _fail(str(e)) from None
     before = len(Ledger.read(layout.ledger_path)) if layout.ledger_path.exists() else 0
     try:
-        judged = asyncio.run(rejudge(layout, judge=judge, representation=representation, model=model,
-                                     base_url=base_url, narrator_model=narrator_model,
-                                     narrator_base_url=narrator_base_url, seed=seed))
+        judged = clock.run(rejudge(layout, judge=judge, representation=representation, model=model,
+                                   base_url=base_url, narrator_model=narrator_model,
+                                   narrator_base_url=narrator_base_url, seed=seed), run_clock(layout))
     except MissingAPIKeyError as e:
         raise _fail(f"the judge model needs an API key: set {e.variable}") from None
     except (UnknownProviderError, MissingTaskError, ValueError) as e:

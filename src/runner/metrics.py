@@ -6,7 +6,14 @@ Scores come from each task's ``result.json`` (an unevaluated rollout counts 0); 
 them (``errored``), never as 0. Per group of tasks (``tasks`` counts those scored):
 
 - ``selected``: mean score of the rollout the strategy picked (one rollout: it; a strategy
-  that picked none without failing: 0), over the tasks whose judge did not fail;
+  that picked none without failing: 0), over the tasks whose judge did not fail: *blind
+  selection*, the figure a deployment gets (the judge judged every task);
+- ``min_gain``: *minimum + gain*, oracle-filtered, as Agent-S's released selection scripts
+  report it: a task whose rollouts all score alike counts that score without a judge (the
+  evaluator's scores decide which tasks are judged), the others the pick's score (a failed
+  judge's task left out, as for ``selected``). It equals ``selected`` except where the
+  judge gave no pick, or failed, on a task whose rollouts agree, and it needs the
+  evaluator, so it is not a selector anyone can deploy;
 - ``judge_errors``: scored tasks whose judge failed for good (its selection carries an
   error): never counted as a score of 0, nor as a wrong pick; ``judged`` is the tasks
   ``selected`` averages over;
@@ -40,6 +47,7 @@ from .comparability import label_fields
 __all__ = [
     "AGENT_MODULES",
     "MODULES",
+    "SCORES_LEGEND",
     "SUMMARY_FILE",
     "BenchMetrics",
     "GroupMetrics",
@@ -50,6 +58,7 @@ __all__ = [
     "format_metrics",
     "group_metrics",
     "judging_errors",
+    "minimum_plus_gain",
     "read_metrics",
     "selected_score",
     "write_metrics",
@@ -60,6 +69,12 @@ SUMMARY_FILE = "summary.json"
 AGENT_MODULES = ("policy", "grounding", "code_agent", "reflection")
 #: Every module, in the order tables show them.
 MODULES = (*AGENT_MODULES, "narrative", "judge", "prm", "critic")
+
+
+#: What each rate of the table means (they are published under one name, "success rate").
+SCORES_LEGEND = ("selected: blind selection, the judge's pick on every task; min+gain: minimum + gain, "
+                 "oracle-filtered (tasks whose rollouts agree count without a judge, as Agent-S's released "
+                 "scripts report); mean: the mean rollout; pass@{n}: the best rollout (an oracle)")
 
 
 def _success(score: float | None) -> bool:
@@ -75,6 +90,8 @@ class GroupMetrics:
     errored: int = 0
     """Tasks left out of the rates: a rollout's setup or scorer failed (an error, not a 0)."""
     selected: float = 0.0
+    min_gain: float = 0.0
+    """Minimum + gain (oracle-filtered): see the module's docstring."""
     mean_rollout: float = 0.0
     pass_at_n: float = 0.0
     judge_subset: int = 0
@@ -113,7 +130,8 @@ class BenchMetrics:
 
     def to_json(self) -> dict[str, Any]:
         def group(g: GroupMetrics) -> dict[str, Any]:
-            rates: dict[str, Any] = {} if g.tasks else {"selected": None, "mean_rollout": None, "pass_at_n": None}
+            rates: dict[str, Any] = {} if g.tasks else {"selected": None, "min_gain": None, "mean_rollout": None,
+                                                         "pass_at_n": None}
             if not g.judged:  # no judge answered (or nothing scored): no rate, never 0
                 rates["selected"] = None
             return {**asdict(g), **rates, "judge_accuracy": g.judge_accuracy}
@@ -137,6 +155,15 @@ def selected_score(result: TaskResult) -> float:
     return 0.0
 
 
+def minimum_plus_gain(result: TaskResult) -> float:
+    """The task's score as Agent-S's released scripts count it: the common score when its
+    rollouts all score alike (no judge asked), else the pick's (oracle-filtered)."""
+    scores = [s or 0.0 for s in result.scores.values()] or [0.0]
+    if len(set(scores)) == 1:
+        return scores[0]
+    return selected_score(result)
+
+
 @dataclass(frozen=True)
 class JudgingErrors:
     """What failed for good on one task besides its rollouts: its judge, its critic's verdicts."""
@@ -154,12 +181,16 @@ def group_metrics(results: list[TaskResult], errors: dict[str, JudgingErrors] | 
     g = GroupMetrics(tasks=len(results), errored=errored)
     if not results:
         return g
+    filtered = 0
     for r in results:
         failed = errors.get(r.task_id, JudgingErrors())
         g.critic_errors += failed.critic
         scores = [s or 0.0 for s in r.scores.values()] or [0.0]
         g.mean_rollout += sum(scores) / len(scores)
         g.pass_at_n += max(scores)
+        if len(set(scores)) == 1 or not failed.judge:  # agreeing tasks are never judged
+            filtered += 1
+            g.min_gain += minimum_plus_gain(r)
         if failed.judge:
             g.judge_errors += 1  # an error, not a pick scoring 0 and not a wrong pick
             continue
@@ -170,6 +201,7 @@ def group_metrics(results: list[TaskResult], errors: dict[str, JudgingErrors] | 
             g.judge_subset += 1
             g.judge_correct += _success(r.selected_score) if r.selected is not None else 0
     g.selected = g.selected / g.judged if g.judged else 0.0
+    g.min_gain = g.min_gain / filtered if filtered else 0.0
     g.mean_rollout /= len(results)
     g.pass_at_n /= len(results)
     return g
@@ -281,17 +313,18 @@ def _pct(x: float | None) -> str:
 
 def format_metrics(metrics: BenchMetrics) -> str:
     """The rates per domain and overall, then the cost per module, as plain-text tables."""
-    head = (f"{'domain':<22}{'run':>5}{'scored':>8}{'errored':>8}{'selected %':>12}{'mean %':>9}"
+    head = (f"{'domain':<22}{'run':>5}{'scored':>8}{'errored':>8}{'selected %':>12}{'min+gain %':>12}{'mean %':>9}"
             f"{f'pass@{metrics.n} %':>12}{'judge acc %':>13}{'subset':>8}{'judge err':>11}{'critic err':>12}")
     lines = [head]
     rows = [*sorted(metrics.domains.items()), ("overall", metrics.overall)]
     for name, g in rows:
         scored = g.tasks > 0  # no task scored: no rate, never 0
-        mean, best = (_pct(x) if scored else "—" for x in (g.mean_rollout, g.pass_at_n))
+        mean, best, filtered = (_pct(x) if scored else "—" for x in (g.mean_rollout, g.pass_at_n, g.min_gain))
         selected = _pct(g.selected) if g.judged else "—"  # every judge failed: no rate, never 0
-        lines.append(f"{name:<22}{g.tasks + g.errored:>5}{g.tasks:>8}{g.errored:>8}{selected:>12}{mean:>9}"
+        lines.append(f"{name:<22}{g.tasks + g.errored:>5}{g.tasks:>8}{g.errored:>8}{selected:>12}{filtered:>12}{mean:>9}"
                      f"{best:>12}{_pct(g.judge_accuracy):>13}{g.judge_subset:>8}{g.judge_errors:>11}"
                      f"{g.critic_errors:>12}")
+    lines.append(SCORES_LEGEND.format(n=metrics.n))
     if metrics.modules:
         lines += ["", f"{'per task':<22}" + "".join(f"{m:>12}" for m in metrics.modules)]
         for label, key, fmt in (("calls", "calls", "{:.0f}"), ("dollars", "dollars", "{:.4f}"),

@@ -16,6 +16,7 @@ from core.llm import ChatModel, Ledger, PriceTable, RetryPolicy
 from core.protocols import Environment, Platform, WorkerFacts
 from gprm import guide_takes
 
+from . import sim_replies  # noqa: F401  (registers what simulated models say)
 from .config import ModelConfig, RunConfig
 
 __all__ = ["ModelSet", "build_models", "chat_model", "make_worker", "settled_config", "spent_by", "worker_config"]
@@ -130,5 +131,4 @@ def make_worker(cfg: RunConfig, models: ModelSet, env: Environment) -> Worker:
 
 def spent_by(ledger: Ledger, **tags: Any) -> float:
     """Dollars of the ledger's calls whose tags include all of `tags`."""
-    want = {k: str(v) for k, v in tags.items()}
-    return sum(r.dollars for r in ledger.records if all(r.tags.get(k) == v for k, v in want.items()))
+    return ledger.dollars(**tags)

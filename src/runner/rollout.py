@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from agent_s3 import CallCodeAgent, Proposal, RepeatedFormatError, Wait, Worker
+from core import clock
 from core.atomic import is_disk_full
 from core.config import redact_urls
 from core.llm import ModelCallError, ScriptError
@@ -37,6 +37,7 @@ from .outcomes import (
     RolloutResult,
     StepLimit,
 )
+from .settle import settle
 
 __all__ = ["Rollout", "StepEvent", "StepHook"]
 
@@ -122,7 +123,7 @@ class Rollout:
     async def run(self) -> RolloutResult:
         """Run to an outcome; the header is finished whatever happens (an interruption
         is recorded as ``errored`` and then propagates)."""
-        clock = time.perf_counter()
+        begun = clock.monotonic()
         await asyncio.to_thread(self.dir.start, self.info)
         end: RolloutEnd | None = None
         disk_full: OSError | None = None
@@ -158,7 +159,7 @@ class Rollout:
             steps=self._steps,
             last_action=self._last_action,
             dollars=self.spent(),
-            seconds=time.perf_counter() - clock,
+            seconds=clock.monotonic() - begun,
         )
 
     async def _loop(self) -> None:
@@ -173,11 +174,11 @@ class Rollout:
 
     async def _step(self, index: int, before: bytes, screen: tuple[int, int]) -> bytes:
         """One step; returns the screen after it. Always stores the step, complete or not."""
-        fields: dict[str, Any] = {"index": index, "started_at": time.time()}
+        fields: dict[str, Any] = {"index": index, "started_at": clock.now()}
         timings = StepTimings()
         shots: dict[str, bytes] = {"before": before}
         try:
-            t0 = time.perf_counter()
+            t0 = clock.monotonic()
             try:
                 choice = await self.chooser.choose(self.instruction, before, screen, self._stored)
             except RepeatedFormatError as e:
@@ -185,7 +186,7 @@ class Rollout:
                               rejected=[_short(f) for f in e.feedback])
                 raise RepeatedFormat(str(e)) from None
             finally:
-                timings.propose = time.perf_counter() - t0
+                timings.propose = clock.monotonic() - t0
             proposal = choice.proposal
             self._fill(fields, proposal)
             await self._guide(index, fields, choice)
@@ -194,15 +195,15 @@ class Rollout:
                 raise Done("the agent declared the task complete")
             if proposal.action.kind == "fail":
                 raise Failed("the agent declared the task infeasible")
-            t1 = time.perf_counter()
+            t1 = clock.monotonic()
             try:
                 await self._execute(proposal, before, fields)
             finally:
-                timings.execute = time.perf_counter() - t1
-            t2 = time.perf_counter()
-            await asyncio.sleep(self.config.settle_seconds)
-            timings.settle = time.perf_counter() - t2
-            after = await self.env.screenshot()
+                timings.execute = clock.monotonic() - t1
+            t2 = clock.monotonic()
+            settled = await settle(self.env, self.config)
+            timings.settle = clock.monotonic() - t2
+            after = settled.screenshot if settled.screenshot is not None else await self.env.screenshot()
             shots["after"] = after
             return after
         except (EnvironmentLost, ModelCallError) as e:

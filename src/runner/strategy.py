@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core import clock
 from core.atomic import is_disk_full
 from core.llm import Ledger
 from core.protocols import EnvError, Environment, EnvironmentLost
@@ -118,7 +118,7 @@ async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | Non
     rd = layout.rollout(task.id, k)
     cache = run.task_dir.path / "evaluation" / f"rollout-{k}"
     info = RolloutInfo(run_id=layout.run_id, task_id=task.id, rollout=k, model=tagged.policy.name,
-                       seed=seed, environment=env.name, started_at=time.time())
+                       seed=seed, environment=env.name, started_at=clock.now(), label=run.config.label)
     try:
         await env.prepare_task(task, cache)
     except Exception as e:

@@ -5,12 +5,22 @@ Pools come from run folders with many rollouts per task, grouped by each rollout
 model. A mixture ``gpt-5*5,claude*5`` asks for that many rollouts of each model; at
 another N its counts are scaled to N (largest remainders). For each of `samples` draws
 (seeded) every task gets such a subset, drawn without replacement from its pools; the
-judge picks one rollout. A subset whose rollouts all score alike needs no judge (any pick
-scores the same), so no call is made for it. Candidates are narrated once per rollout
-from the fact cache of the run the rollout belongs to, so facts narrated while the run ran
-cost nothing. Confidence intervals are percentile bootstraps over tasks (seeded). A judge
-that fails for good on a subset (no usable answer, a refusal, a spend limit) is counted in
-`judge_errors` and that draw is left out of the task's success: never scored as a pick.
+judge picks one rollout. Each point reports, each under its own name:
+
+- ``blind``: the score of the judge's pick on every subset, what a deployment of the
+  selector gets. A subset whose rollouts all scored 0 needs no call (every outcome is 0);
+  one whose rollouts all succeeded is still judged;
+- ``min_gain``: *minimum + gain*, oracle-filtered as Agent-S's released selection scripts
+  report: a subset whose rollouts all score alike counts that score without a judge (the
+  evaluator's scores decide what is judged), the others the pick's score;
+- ``mean_rollout``: the subsets' mean rollout score; ``pass_at_n``: their best (an oracle).
+
+`oracle_only` skips the calls only blind selection needs (``blind`` is then None).
+Candidates are narrated once per rollout from the fact cache of the run the rollout
+belongs to, so facts narrated while the run ran cost nothing. Confidence intervals are
+percentile bootstraps over tasks (seeded). A judge that fails for good on a subset (no
+usable answer, a refusal, a spend limit) is counted in `judge_errors` and that draw is left
+out of the figures that needed it: never scored as a pick.
 """
 
 from __future__ import annotations
@@ -142,23 +152,31 @@ def _matches(pattern: str, model: str) -> bool:
 
 @dataclass
 class SweepPoint:
-    """One (mixture, N): success of the pick and pass@N, mean over samples, with a CI."""
+    """One (mixture, N): blind selection, minimum + gain, the mean rollout and pass@N, each
+    the mean over samples and tasks, with 95% intervals."""
 
     mixture: str
     n: int
     tasks: int
-    success: float
-    success_ci: tuple[float, float]
+    min_gain: float
+    min_gain_ci: tuple[float, float]
     pass_at_n: float
     pass_ci: tuple[float, float]
+    blind: float | None = None
+    blind_ci: tuple[float, float] | None = None
+    mean_rollout: float = 0.0
     judge_calls: int = 0
     per_task: dict[str, float] = field(default_factory=dict)
-    #: Draws whose judge failed for good: left out of `success`, never counted as a pick.
+    """Blind selection's score per task (minimum + gain's when blind was not asked for)."""
+    #: Draws whose judge failed for good: left out of the figures that needed it, never a pick.
     judge_errors: int = 0
 
     def row(self) -> dict[str, Any]:
-        return {"mixture": self.mixture, "n": self.n, "tasks": self.tasks, "success": self.success,
-                "success_lo": self.success_ci[0], "success_hi": self.success_ci[1], "pass_at_n": self.pass_at_n,
+        blind_lo, blind_hi = self.blind_ci if self.blind_ci is not None else (None, None)
+        return {"mixture": self.mixture, "n": self.n, "tasks": self.tasks,
+                "blind": self.blind, "blind_lo": blind_lo, "blind_hi": blind_hi,
+                "min_gain": self.min_gain, "min_gain_lo": self.min_gain_ci[0], "min_gain_hi": self.min_gain_ci[1],
+                "mean_rollout": self.mean_rollout, "pass_at_n": self.pass_at_n,
                 "pass_lo": self.pass_ci[0], "pass_hi": self.pass_ci[1], "judge_calls": self.judge_calls,
                 "judge_errors": self.judge_errors}
 
@@ -195,7 +213,7 @@ class _Narrations:
 async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: list[int] | None, *,
                 model: ChatModel, judge: str = "mcq", samples: int = 5, seed: int = 0,
                 narrative_cfgs: list[NarrativeConfig] | None = None, judge_cfg: JudgeConfig | None = None,
-                resamples: int = 1000) -> list[SweepPoint]:
+                resamples: int = 1000, oracle_only: bool = False) -> list[SweepPoint]:
     """Evaluate every mixture at every N (None: each mixture at its own total)."""
     pools, instructions = load_pools(layouts)
     if not pools:
@@ -214,8 +232,10 @@ async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: l
             counts = scaled_counts(mixture, n)
             calls_before = len(judged)
             failed = 0
-            success: dict[str, list[float]] = defaultdict(list)
+            filtered: dict[str, list[float]] = defaultdict(list)
+            blind: dict[str, list[float]] = defaultdict(list)
             passed: dict[str, list[float]] = defaultdict(list)
+            means: dict[str, list[float]] = defaultdict(list)
             for s in range(samples):
                 rng = random.Random(f"{seed}:{mixture.label}:{n}:{s}")
                 for task_id in sorted(pools):
@@ -224,9 +244,15 @@ async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: l
                         continue
                     scores = [r.score for r in subset]
                     passed[task_id].append(float(any(r.success for r in subset)))
-                    if len(set(scores)) == 1:
-                        success[task_id].append(scores[0])
-                        continue
+                    means[task_id].append(sum(scores) / len(scores))
+                    agree = len(set(scores)) == 1
+                    if agree:
+                        filtered[task_id].append(scores[0])  # counted without a judge
+                        if oracle_only:
+                            continue
+                        if scores[0] == 0 or len(subset) == 1:  # every outcome is this score
+                            blind[task_id].append(scores[0])
+                            continue
                     key = tuple((r.run, r.task_id, r.k) for r in subset)
                     if key not in judged:
                         judged[key] = await _judge(narrations, model, judge, judge_cfg, instructions[task_id],
@@ -235,16 +261,24 @@ async def sweep(layouts: Sequence[RunLayout], mixtures: list[MixtureSpec], ns: l
                     if pick is None:
                         failed += 1
                         continue
-                    success[task_id].append(subset[pick].score)
-            per_task = {t: sum(v) / len(v) for t, v in success.items()}
+                    blind[task_id].append(subset[pick].score)
+                    if not agree:
+                        filtered[task_id].append(subset[pick].score)
+            per_filtered = {t: sum(v) / len(v) for t, v in filtered.items()}
+            per_blind = {t: sum(v) / len(v) for t, v in blind.items()}
             per_pass = [sum(v) / len(v) for v in passed.values()]
+            per_mean = [sum(v) / len(v) for v in means.values()]
             points.append(SweepPoint(
-                mixture=mixture.label, n=n, tasks=len(per_task),
-                success=float(np.mean(list(per_task.values()))) if per_task else 0.0,
-                success_ci=_bootstrap(list(per_task.values()), rng_ci, resamples),
+                mixture=mixture.label, n=n, tasks=len(per_filtered),
+                min_gain=float(np.mean(list(per_filtered.values()))) if per_filtered else 0.0,
+                min_gain_ci=_bootstrap(list(per_filtered.values()), rng_ci, resamples),
                 pass_at_n=float(np.mean(per_pass)) if per_pass else 0.0,
                 pass_ci=_bootstrap(per_pass, rng_ci, resamples),
-                judge_calls=len(judged) - calls_before, per_task=per_task, judge_errors=failed))
+                blind=None if oracle_only else (float(np.mean(list(per_blind.values()))) if per_blind else 0.0),
+                blind_ci=None if oracle_only else _bootstrap(list(per_blind.values()), rng_ci, resamples),
+                mean_rollout=float(np.mean(per_mean)) if per_mean else 0.0,
+                judge_calls=len(judged) - calls_before, per_task=per_filtered if oracle_only else per_blind,
+                judge_errors=failed))
     return points
 
 

@@ -1,12 +1,12 @@
 """``agent-s3 sweep RUN_DIR... --mixtures "gpt-5*5,claude*5;gpt-5*10" --n 1,2,4,8``:
-success and pass@N per mixture and N from pools of finished rollouts (see `runner.sweep`),
-printed as a table and written as ``sweep.json``, ``sweep.csv`` and ``sweep.png`` (success
-against N, 95% bootstrap intervals) in ``--out`` (default ``<first run>/sweep``). The
-judge's calls land in that folder's ``ledger.jsonl``."""
+blind selection, minimum + gain (oracle-filtered), the mean rollout and pass@N per mixture
+and N from pools of finished rollouts (see `runner.sweep`), printed as a table and written
+as ``sweep.json``, ``sweep.csv`` and ``sweep.png`` (against N, 95% bootstrap intervals) in
+``--out`` (default ``<first run>/sweep``). The judge's calls land in that folder's
+``ledger.jsonl``."""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import json
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from bjudge import JUDGES, JudgeConfig, NarrativeConfig
+from core import clock
 from core.atomic import write_json_atomic
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunLayout
@@ -22,6 +23,7 @@ from core.trajectory import RunLayout
 from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
 from .model_config import ModelConfig
 from .models import chat_model
+from .running import run_clock
 from .sweep import SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
 
 __all__ = ["plot_sweep", "sweep_command", "write_tables"]
@@ -63,10 +65,21 @@ def plot_sweep(points: list[SweepPoint], path: Path) -> Path:
     for label in dict.fromkeys(p.mixture for p in points):
         mine = sorted((p for p in points if p.mixture == label), key=lambda p: p.n)
         ns = [p.n for p in mine]
-        ys = [100 * p.success for p in mine]
-        err = [[100 * (p.success - p.success_ci[0]) for p in mine], [100 * (p.success_ci[1] - p.success) for p in mine]]
-        line = ax.errorbar(ns, ys, yerr=err, marker="o", capsize=3, label=f"{label} (judge)")
-        ax.plot(ns, [100 * p.pass_at_n for p in mine], linestyle="--", color=line[0].get_color(), alpha=0.6,
+        if all(p.blind is not None and p.blind_ci is not None for p in mine):
+            ys = [100 * (p.blind or 0.0) for p in mine]
+            err = [[100 * ((p.blind or 0.0) - p.blind_ci[0]) for p in mine if p.blind_ci],
+                   [100 * (p.blind_ci[1] - (p.blind or 0.0)) for p in mine if p.blind_ci]]
+            line = ax.errorbar(ns, ys, yerr=err, marker="o", capsize=3, label=f"{label} (blind selection)")
+            colour = line[0].get_color()
+            ax.plot(ns, [100 * p.min_gain for p in mine], linestyle=":", color=colour, alpha=0.8,
+                    label=f"{label} (minimum + gain)")
+        else:
+            err = [[100 * (p.min_gain - p.min_gain_ci[0]) for p in mine],
+                   [100 * (p.min_gain_ci[1] - p.min_gain) for p in mine]]
+            line = ax.errorbar(ns, [100 * p.min_gain for p in mine], yerr=err, marker="o", capsize=3,
+                               label=f"{label} (minimum + gain)")
+            colour = line[0].get_color()
+        ax.plot(ns, [100 * p.pass_at_n for p in mine], linestyle="--", color=colour, alpha=0.6,
                 label=f"{label} (pass@N)")
     ax.set_xlabel("N (rollouts per task)")
     ax.set_ylabel("success rate (%)")
@@ -80,14 +93,20 @@ def plot_sweep(points: list[SweepPoint], path: Path) -> Path:
 
 
 def _table(points: list[SweepPoint]) -> str:
-    lines = [f"{'mixture':<32}{'N':>4}{'tasks':>7}{'success %':>11}{'95% CI':>15}{'pass@N %':>10}{'judge calls':>13}"
-             f"{'judge err':>11}"]
+    lines = [f"{'mixture':<32}{'N':>4}{'tasks':>7}{'blind %':>9}{'95% CI':>13}{'min+gain %':>12}{'95% CI':>13}"
+             f"{'mean %':>8}{'pass@N %':>10}{'judge calls':>13}{'judge err':>11}"]
     for p in points:
-        ci = f"{100 * p.success_ci[0]:.1f}-{100 * p.success_ci[1]:.1f}"
-        lines.append(f"{p.mixture:<32}{p.n:>4}{p.tasks:>7}{100 * p.success:>11.1f}{ci:>15}"
-                     f"{100 * p.pass_at_n:>10.1f}{p.judge_calls:>13}{p.judge_errors:>11}")
+        blind = "—" if p.blind is None else f"{100 * p.blind:.1f}"
+        blind_ci = "—" if p.blind_ci is None else f"{100 * p.blind_ci[0]:.1f}-{100 * p.blind_ci[1]:.1f}"
+        ci = f"{100 * p.min_gain_ci[0]:.1f}-{100 * p.min_gain_ci[1]:.1f}"
+        lines.append(f"{p.mixture:<32}{p.n:>4}{p.tasks:>7}{blind:>9}{blind_ci:>13}{100 * p.min_gain:>12.1f}{ci:>13}"
+                     f"{100 * p.mean_rollout:>8.1f}{100 * p.pass_at_n:>10.1f}{p.judge_calls:>13}{p.judge_errors:>11}")
+    lines.append("blind: the judge's pick on every subset; min+gain: minimum + gain, oracle-filtered (subsets whose "
+                 "rollouts agree count without a judge, as Agent-S's released scripts report); mean: the mean "
+                 "rollout; pass@N: the best rollout (an oracle)")
     if any(p.judge_errors for p in points):
-        lines.append("(judge err: draws whose judge failed for good, left out of success %: errors, not picks)")
+        lines.append("(judge err: draws whose judge failed for good, left out of the figures that needed them: "
+                     "errors, not picks)")
     return "\n".join(lines)
 
 
@@ -101,8 +120,11 @@ def sweep_command(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the judge model's server.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the draws, the judge's shuffles and the bootstrap.")] = 0,
     out: Annotated[Path | None, typer.Option("--out", help="Where tables and the plot go (default <first run>/sweep).")] = None,
+    oracle_only: Annotated[bool, typer.Option("--oracle-only", help="Judge only subsets whose rollouts disagree "
+                                              "(minimum + gain only, no blind selection: fewer calls).")] = False,
 ) -> None:
-    """Success and pass@N per mixture and N, by subsampling finished rollouts."""
+    """Blind selection, minimum + gain, mean rollout and pass@N per mixture and N, by
+    subsampling finished rollouts."""
     layouts = []
     for d in run_dirs:
         d = d.expanduser().resolve()
@@ -142,12 +164,12 @@ def sweep_command(
         try:
             return await sweep(layouts, specs, ns, model=chat, judge=judge, samples=samples, seed=seed,
                                narrative_cfgs=[_recorded(lay)[1] for lay in layouts],
-                               judge_cfg=JudgeConfig.model_validate(judging))
+                               judge_cfg=JudgeConfig.model_validate(judging), oracle_only=oracle_only)
         finally:
             await chat.aclose()
 
     try:
-        points = asyncio.run(go())
+        points = clock.run(go(), run_clock(layouts[0]))  # a simulated run's judge takes simulated time
     except SweepError as e:
         raise _fail(str(e)) from None
     typer.echo(_table(points))

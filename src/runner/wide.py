@@ -20,13 +20,13 @@ import copy
 import dataclasses
 import logging
 import random
-import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 from bjudge import Candidate, FactCache, JudgeConfig, NarrativeBuilder, make_judge
 from bjudge.representations import ending_of
+from core import clock
 from core.llm import ChatModel, GenerateConfig, PriceTable
 from core.protocols import EnvError
 from core.trajectory import (
@@ -69,7 +69,7 @@ def fact_cache(layout: RunLayout) -> FactCache:
 
 @dataclass
 class WideTimings:
-    """When one task's rollouts ended and its selection was made (``time.perf_counter``)."""
+    """When one task's rollouts ended and its selection was made (`core.clock.monotonic`)."""
 
     started: float = 0.0
     rollout_ends: dict[int, float] = field(default_factory=dict)
@@ -179,7 +179,7 @@ class WideScaling:
         narrator_model = self._narrator_model(run).with_tags(run=run.layout.run_id, task=task_id)
         which = judge_name(wide.judge)
         builder = NarrativeBuilder(narrator_model, fact_cache(run.layout), wide.narrative) if which else None
-        timings = self.timings[task_id] = WideTimings(started=time.perf_counter())
+        timings = self.timings[task_id] = WideTimings(started=clock.monotonic())
         outcomes: dict[int, RolloutOutcome] = {}
         for slot in slots:
             self._tell(task_id, slot.index, "waiting", slot.entry.model, 1)
@@ -196,9 +196,9 @@ class WideScaling:
 
         async def rollout_and_candidate(slot: RolloutSlot) -> None:
             k = slot.index
-            timings.rollout_starts[k] = time.perf_counter()
+            timings.rollout_starts[k] = clock.monotonic()
             outcome = outcomes[k] = await self._rollout(hooked, slot, sets[k], narrator)
-            timings.rollout_ends[k] = time.perf_counter()
+            timings.rollout_ends[k] = clock.monotonic()
             timings.rollout_seconds[k] = outcome.result.seconds
             if narrator is not None and builder is not None and outcome.result.status in AGENT_OUTCOMES:
                 # built now, while other rollouts run, so the judge waits only on the last one
@@ -221,10 +221,10 @@ class WideScaling:
             raise RuntimeError(f"rollouts {missing} of {task_id} ended without an outcome")
         ordered = [outcomes[k] for k in sorted(outcomes)]
         self.outcomes[task_id] = ordered
-        timings.judge_started = time.perf_counter()
+        timings.judge_started = clock.monotonic()
         selection = await self._select(run, builder, judge_model, which,
                                        [candidates[k] for k in sorted(candidates)], base_seed)
-        timings.selected = time.perf_counter()
+        timings.selected = clock.monotonic()
         self.selections[task_id] = selection
         chosen = selection.chosen if selection is not None else None
         result = TaskResult.from_scores(task_id, {o.index: o.score for o in ordered}, selected=chosen,
@@ -282,7 +282,8 @@ class WideScaling:
         header = rd.read_info()
         if header is None:
             rd.start(RolloutInfo(run_id=run.layout.run_id, task_id=run.task.id, rollout=slot.index,
-                                 model=slot.entry.model, seed=slot.seed, started_at=time.time()))
+                                 model=slot.entry.model, seed=slot.seed, started_at=clock.now(),
+                                 label=run.config.label))
         if header is not None and header.finished:  # keep its steps; the header says what happened
             rd.write_info(header.model_copy(update={"status": status, "reason": reason}))
         else:

@@ -21,9 +21,13 @@ class Decoding(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     temperature: float | None = Field(default=None, ge=0.0)
+    """The role's temperature."""
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    """The role's top_p."""
     max_tokens: int | None = Field(default=None, ge=1)
+    """The role's output limit."""
     seed: int | None = None
+    """The role's decoding seed."""
 
 
 class _Options(BaseModel):
@@ -123,6 +127,7 @@ class SequentialOptions(_Options):
     skip_repeats: bool = True
     """Do not ask about a screen that looks the same as one of the last few asked about."""
     repeat_window: int = Field(default=5, ge=1)
+    """How many of the screens last asked about a new screen is compared with."""
     repeat_threshold: float = Field(default=0.1, ge=0.0)
     """Mean squared difference (0-255 grey levels, on 64x64 thumbnails) up to which two
     screens count as the same. Kept low on purpose: one typed character in a 1024x768

@@ -10,7 +10,7 @@ import pytest
 
 from core.llm import CallRecord, Ledger
 from core.trajectory import RolloutInfo, RunLayout, Selection, Task, TaskResult
-from runner.metrics import compute_metrics, format_metrics, write_metrics
+from runner.metrics import compute_metrics, format_metrics, group_metrics, write_metrics
 from runner.report import write_report
 
 #: task -> (domain, scores per rollout, selected)
@@ -82,10 +82,12 @@ def test_summary_json_and_table(layout: RunLayout) -> None:
     table = format_metrics(m)
     assert "pass@2 %" in table and "overall" in table
     overall = next(line for line in table.splitlines() if line.startswith("overall"))
-    assert overall.split()[1:] == ["4", "4", "0", "50.0", "50.0", "75.0", "50.0", "2", "0", "0"]  # run, scored, errored
+    assert overall.split()[1:] == ["4", "4", "0", "50.0", "50.0", "50.0", "75.0", "50.0", "2", "0", "0"]
+    assert "min+gain: minimum + gain, oracle-filtered" in table  # run, scored, errored
     html = write_report(layout).read_text()
     section = html[html.index("<h2>benchmark</h2>"):]
-    assert "<td>overall</td><td>4</td><td>0</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
+    assert "<td>overall</td><td>4</td><td>0</td><td>50.0%</td><td>50.0%</td><td>50.0%</td><td>75.0%</td><td>50.0%</td>" in section
+    assert "<th>minimum + gain (oracle-filtered)</th>" in section
     assert "<th>rollout</th><th>policy</th>" in section
 
 
@@ -109,8 +111,24 @@ def test_a_failed_judge_and_failed_critics_are_errors_of_their_own_never_scores(
     data = json.loads(write_metrics(layout, m).read_text())
     assert (data["overall"]["judge_errors"], data["overall"]["critic_errors"], data["overall"]["judged"]) == (1, 2, 3)
     overall = next(line for line in format_metrics(m).splitlines() if line.startswith("overall"))
-    assert overall.split()[1:] == ["4", "4", "0", "66.7", "50.0", "75.0", "100.0", "1", "1", "2"]
+    assert overall.split()[1:] == ["4", "4", "0", "66.7", "66.7", "50.0", "75.0", "100.0", "1", "1", "2"]
     assert "a failed judge is an error, not a score of 0" in format_metrics(m)
     section = write_report(layout).read_text().split("<h2>benchmark</h2>", 1)[1]
     assert "<th>judge errors</th><th>critic errors</th>" in section
-    assert "<td>overall</td><td>4</td><td>0</td><td>66.7%</td>" in section and "<td>1</td><td>2</td></tr>" in section
+    assert "<td>overall</td><td>4</td><td>0</td><td>66.7%</td><td>66.7%</td>" in section and "<td>1</td><td>2</td></tr>" in section
+
+
+def test_minimum_plus_gain_counts_agreeing_tasks_without_the_judge() -> None:
+    """Blind selection scores a task the judge gave no pick 0; minimum + gain counts a task
+    whose rollouts agree at their common score whatever the judge did (the evaluator chose
+    not to ask it), and scores the others by the pick, like blind selection."""
+    results = [
+        TaskResult.from_scores("agree-no-pick", {0: 1.0, 1: 1.0, 2: 1.0}, selected=None),
+        TaskResult.from_scores("agree-fail", {0: 0.0, 1: 0.0}, selected=None),
+        TaskResult.from_scores("disagree-right", {0: 0.0, 1: 1.0}, selected=1),
+        TaskResult.from_scores("disagree-no-pick", {0: 0.0, 1: 1.0}, selected=None),
+    ]
+    g = group_metrics(results)
+    assert g.selected == pytest.approx(1 / 4)
+    assert g.min_gain == pytest.approx(2 / 4)
+    assert (g.mean_rollout, g.pass_at_n) == pytest.approx(((1 + 0 + 0.5 + 0.5) / 4, 3 / 4))

@@ -1,6 +1,6 @@
 """``agent-s3 sweep`` over two pools of rollouts (two models, four rollouts per task), the
 narrator and the judge scripted over HTTP: the table, JSON, CSV and plot are written; the
-judge (which picks a rollout that declared success) makes success equal pass@N; values
+judge (which picks a rollout that declared success) makes blind selection and minimum + gain equal pass@N; values
 match hand counts; a second sweep narrates nothing (every fact is cached)."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_sweep_table_plot_and_cached_facts(tmp_path: Path, judge_url: str, monke
             "--model", "openai/judge", "--base-url", judge_url, "--seed", "5", "--out", str(out)]
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
-    assert "success %" in first.output and "alpha*2,beta*2" in first.output
+    assert "blind %" in first.output and "min+gain %" in first.output and "alpha*2,beta*2" in first.output
     rows = list(csv.DictReader((out / "sweep.csv").open()))
     assert [(r["mixture"], r["n"]) for r in rows] == [
         ("alpha*2,beta*2", "1"), ("alpha*2,beta*2", "2"), ("alpha*2,beta*2", "4"),
@@ -83,8 +83,9 @@ def test_sweep_table_plot_and_cached_facts(tmp_path: Path, judge_url: str, monke
     points = json.loads((out / "sweep.json").read_text())["points"]
     by = {(p["mixture"], p["n"]): p for p in points}
     for p in points:  # the judge always finds the rollout that succeeded when there is one
-        assert p["success"] == pytest.approx(p["pass_at_n"])
-        assert p["success_lo"] <= p["success"] <= p["success_hi"] and p["tasks"] == 3
+        assert p["blind"] == pytest.approx(p["pass_at_n"]) and p["min_gain"] == pytest.approx(p["pass_at_n"])
+        assert p["blind_lo"] <= p["blind"] <= p["blind_hi"] and p["tasks"] == 3
+        assert p["mean_rollout"] <= p["min_gain"]
     # every alpha rollout of every task: t1 and t3 have a success, t2 none
     assert by[("alpha*4", 4)]["pass_at_n"] == pytest.approx(2 / 3)
     # alpha*2,beta*2 at N=4 is all of both pools' ... per task, 2 of each: t3 always passes,
@@ -117,8 +118,9 @@ def test_unknown_model_is_one_line(tmp_path: Path, judge_url: str, monkeypatch: 
 
 def test_a_judge_that_fails_is_an_error_column_never_a_pick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A judge model that refuses every comparison: each draw that needed it is a judge error,
-    left out of success (it used to count as a pick of the first rollout); the draws whose
-    rollouts all scored alike need no judge and still count."""
+    left out of minimum + gain (it used to count as a pick of the first rollout); the draws
+    whose rollouts all scored alike need no judge there and still count (--oracle-only: blind
+    selection, which would ask the judge about t3 too, is not computed)."""
 
     def refusing(request: ScriptRequest) -> str | Reply:
         if request.messages[0].text().startswith("You describe what a single computer action"):
@@ -130,7 +132,8 @@ def test_a_judge_that_fails_is_an_error_column_never_a_pick(tmp_path: Path, monk
     out = tmp_path / "sweep"
     with threaded_servers(OpenAIServer(Script("refusing-judge", [refusing] * 3000), api_key=KEY)) as (url,):
         result = CliRunner().invoke(app, ["sweep", *runs, "--mixtures", "alpha*4", "--n", "4", "--samples", "2",
-                                          "--model", "openai/judge", "--base-url", url, "--out", str(out)])
+                                          "--model", "openai/judge", "--base-url", url, "--out", str(out),
+                                          "--oracle-only"])
     assert result.exit_code == 0, result.output
     (point,) = json.loads((out / "sweep.json").read_text())["points"]
     # t1's four alpha rollouts differ (a judge is needed: refused twice); t2 and t3 do not.

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import time
 import uuid
 import weakref
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
+from core import clock
+
+from . import rate_budget
 from .errors import ModelCallError, ModelError, RefusalError, ScriptError, one_line
 from .ledger import Ledger
 from .limits import default_max_tokens
@@ -34,6 +38,18 @@ __all__ = ["ChatModel", "TruncatedReplyError"]
 class TruncatedReplyError(ModelError):
     """The reply was cut by the token limit (finish_reason "length", Claude's "max_tokens"),
     also when asked once more with a larger limit: not a format error of the model."""
+
+@dataclass
+class _Meter:
+    """What one call spent waiting on the provider's rate limits (for its ledger record)."""
+
+    paced: float = 0.0
+    refusals: int = 0
+    refused: float = 0.0
+    refused_at: float | None = None
+
+
+_METER: ContextVar[_Meter | None] = ContextVar("_METER", default=None)
 
 _Slots = dict[tuple[str, int], asyncio.Semaphore]
 _SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Slots] = weakref.WeakKeyDictionary()
@@ -119,10 +135,12 @@ class ChatModel:
         if not messages:
             raise ValueError("generate() needs at least one message")
         merged = self.config.merged(config)
-        started, clock = time.time(), time.perf_counter()
+        started, begun = clock.now(), clock.monotonic()
         attempts = 0
         spent: list[Usage] = []  # every reply received, cut ones included: all are billed
         token = current_module.set(module)
+        meter = _Meter()
+        metering = _METER.set(meter)
 
         sent = self.limited(merged, module)
 
@@ -143,27 +161,28 @@ class ChatModel:
         def finished(succeeded: bool) -> None:
             if last:
                 notify(RetryNotice("done", call, self.name, module, last[0].reason, attempts,
-                                   time.perf_counter() - clock, status=last[0].status, succeeded=succeeded,
+                                   clock.monotonic() - begun, status=last[0].status, succeeded=succeeded,
                                    tags=dict(self.tags)))
 
         try:
             output = await self.retry.run(attempt, self._classify, retrying)
         except ScriptError as exc:
-            self._log(module, started, clock, spent, attempts - 1, self._clean(str(exc)), "script")
+            self._log(module, started, begun, spent, attempts - 1, self._clean(str(exc)), "script", meter)
             raise
         except Exception as exc:
             decision = self._classify(exc)
             described = decision.advice or one_line(self.api.describe(exc))  # one line the user can act on
             notes = "; ".join(getattr(exc, "__notes__", ()))
             message = self._clean(f"{described} ({notes})" if notes else described)
-            self._log(module, started, clock, spent, attempts - 1, message, decision.reason)
+            self._log(module, started, begun, spent, attempts - 1, message, decision.reason, meter)
             finished(False)
             raise ModelCallError(self.name, decision.reason, message, retries=attempts - 1,
                                  status=decision.status) from exc
         finally:
             current_module.reset(token)
+            _METER.reset(metering)
         finished(True)
-        self._log(module, started, clock, spent, attempts - 1, None)
+        self._log(module, started, begun, spent, attempts - 1, None, None, meter)
         if self.recorder is not None:
             self.recorder.record(model=self.name, module=module, messages=list(messages),
                                  config=merged, output=output)
@@ -217,11 +236,29 @@ class ChatModel:
         return config if limit is None else config.model_copy(update={"max_tokens": limit})
 
     async def _once(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
-        async with _slot(self.api.concurrency_key(), self.max_connections):
-            async with asyncio.timeout(self.timeout):
-                output = await self.api.generate(list(messages), config)
+        meter = _METER.get()
+        budget = rate_budget.budget_for(self.api.rate_key(), probe=self.api.announces_rate_limits())  # shared by the run
+        ticket = await budget.admit(current_module.get(), messages, config)
+        if meter is not None:
+            meter.paced += ticket.held
+            if meter.refused_at is not None:  # the time since the refused attempt began is lost
+                meter.refused += clock.monotonic() - meter.refused_at
+                meter.refused_at = None
+        began = clock.monotonic()
+        try:
+            async with _slot(self.api.concurrency_key(), self.max_connections):
+                async with asyncio.timeout(self.timeout):
+                    output = await self.api.generate(list(messages), config)
+        except BaseException as exc:  # cancelled too: the budget must hear of every attempt
+            refused = isinstance(exc, Exception) and self._classify(exc).kind == "rate_limit"
+            budget.failed(ticket, self.api.rate_headers(exc), refused=refused)
+            if refused and meter is not None:
+                meter.refusals += 1
+                meter.refused_at = began
+            raise
         if not isinstance(output, ModelOutput):
             raise TypeError(f"{type(self.api).__name__}.generate returned {type(output).__name__}")
+        budget.answered(ticket, output.usage, output.rate_headers)
         return output
 
     def _classify(self, error: BaseException) -> RetryDecision:
@@ -234,8 +271,8 @@ class ChatModel:
             text = text.replace(secret, "***")
         return text
 
-    def _log(self, module: str, started: float, clock: float, spent: list[Usage], retries: int,
-             error: str | None, kind: str | None = None) -> None:
+    def _log(self, module: str, started: float, begun: float, spent: list[Usage], retries: int,
+             error: str | None, kind: str | None = None, meter: _Meter | None = None) -> None:
         """One record of the call: the tokens of every reply it received, each priced on its
         own (a long-prompt tier applies per request, not to their sum)."""
         if self.ledger is None:
@@ -247,7 +284,7 @@ class ChatModel:
             model=self.name,
             tags=dict(self.tags),
             started_at=started,
-            seconds=time.perf_counter() - clock,
+            seconds=clock.monotonic() - begun,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cached_tokens=usage.cached_tokens,
@@ -256,7 +293,16 @@ class ChatModel:
             retries=max(retries, 0),
             error=error,
             error_kind=kind if error is not None else None,
+            **_waits(meter),
         ))
+
+
+def _waits(meter: _Meter | None) -> dict[str, Any]:
+    """The rate-limit fields of a ledger record (absent when the call never waited)."""
+    if meter is None:
+        return {}
+    refused = meter.refused + (clock.monotonic() - meter.refused_at if meter.refused_at is not None else 0.0)
+    return {"paced_seconds": round(meter.paced, 6), "refusals": meter.refusals, "refused_seconds": round(refused, 6)}
 
 
 def _total(usages: list[Usage]) -> Usage:

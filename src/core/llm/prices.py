@@ -6,7 +6,8 @@ up by the provider part of our "provider/model" name. The package's own matching
 decide which names a price covers (dated snapshots of a model, for instance); we never guess
 by prefix, so `gpt-5-nano` is never charged `gpt-5`'s price. A per-model override
 (`PriceTable({"vllm/qwen": Price(...)})`, or `prices:` in the run configuration) wins.
-Self-hosted (`vllm/`) and test (`scripted/`, `replay/`) models have no price of their own.
+Self-hosted (`vllm/`) and test (`scripted/`, `replay/`) models have no price of their own;
+a simulated model (`sim/openai/gpt-5`) costs what the model it stands for costs.
 
 `Usage.input_tokens` counts every prompt token; cached reads and cache writes are the part
 of it billed at their own rates.
@@ -49,16 +50,22 @@ GENAI_PROVIDERS: dict[str, str] = {
 }
 
 
+#: The provider of simulated models, priced as the real model they stand for.
+SIMULATED = "sim"
+
+
 class Price(BaseModel):
     """US dollars per million tokens."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
     input: float
+    """Dollars per million input tokens."""
     output: float
-    #: Input tokens read from the prompt cache; None means the plain input price.
+    """Dollars per million output tokens (reasoning included)."""
     cached_input: float | None = None
-    #: Input tokens written to the prompt cache; None means the plain input price.
+    """Input tokens read from the prompt cache; None means the plain input price."""
     cache_write: float | None = None
+    """Input tokens written to the prompt cache; None means the plain input price."""
 
     def cost(self, usage: Usage) -> float:
         cached = usage.cached_tokens
@@ -78,6 +85,8 @@ class _Listed:
     price: Price
     info: ModelInfo
     provider: Any
+    tiered: bool = False
+    """Whether any rate depends on the prompt's length (else the base rates are exact)."""
 
 
 def _rate(value: Decimal | TieredPrices | None) -> float | None:
@@ -90,6 +99,8 @@ def _rate(value: Decimal | TieredPrices | None) -> float | None:
 def _listed(name: str) -> _Listed | None:
     """genai-prices' entry for "provider/model", or None (unknown provider or model)."""
     provider, model = split_name(name)
+    if provider == SIMULATED:  # sim/openai/gpt-5 costs what openai/gpt-5 costs
+        return _listed(model)
     provider_id = GENAI_PROVIDERS.get(provider)
     if provider_id is None:
         return None
@@ -103,7 +114,9 @@ def _listed(name: str) -> _Listed | None:
         return None
     price = Price(input=input_rate, output=output_rate, cached_input=_rate(rates.cache_read_mtok),
                   cache_write=_rate(rates.cache_write_mtok))
-    return _Listed(price, info, found_provider)
+    tiered = (any(isinstance(value, TieredPrices) for value in vars(rates).values())
+              or getattr(rates, "requests_kcount", None) is not None)
+    return _Listed(price, info, found_provider, tiered)
 
 
 def price_for(name: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
@@ -151,6 +164,8 @@ class PriceTable:
         listed = _listed(model)
         if listed is None:
             return 0.0
+        if not listed.tiered:  # the base rates are the whole price (and far cheaper to apply)
+            return listed.price.cost(usage)
         try:
             calc = listed.info.calc_price(
                 genai_prices.Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,

@@ -74,44 +74,67 @@ class UnsupportedSettingError(ModelError, ValueError):
 
 
 class ImageLimits(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """How many and how large images one request may carry (None: no limit known)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
     max_count: int | None = None
+    """Images per request."""
     max_bytes: int | None = None
+    """Bytes of one image, encoded."""
     max_total_bytes: int | None = None
+    """Bytes of all images of a request together."""
     max_side: int | None = None
+    """Pixels of an image's longer side."""
 
 
 class Profile(BaseModel):
     """What one model's API accepts. `sources` says where each rule applied comes from."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
     name: str
+    """``provider/model``, as resolved (set by the lookup, not by an override)."""
     family: str
+    """The rule of `model_rules.yaml` that matched the name."""
     temperature: Literal["any", "one", "none"] = "any"
+    """Temperatures it takes: any in 0..`temperature_max`, only 1, or none at all."""
     temperature_max: float = 2.0
+    """The highest temperature it takes."""
     top_p: bool = True
+    """Whether it takes top_p."""
     top_k: bool = False
+    """Whether it takes top_k."""
     seed: bool = False
+    """Whether it takes a seed."""
     sampling_exclusive: bool = False
-    #: While thinking: no temperature or top_k, top_p only in THINKING_TOP_P.
+    """Temperature and top_p may not be sent together."""
     thinking_limits_sampling: bool = False
+    """While thinking: no temperature or top_k, top_p only in THINKING_TOP_P."""
     reasoning: Literal["none", "effort", "budget", "adaptive", "budget_or_adaptive"] = "none"
+    """How reasoning is asked for: not at all, by effort, by a token budget, adaptive, or either."""
     efforts: tuple[str, ...] = ()
-    #: The effort the model reasons at when the request names none (None: it does not).
+    """The reasoning efforts it takes (e.g. low, medium, high)."""
     default_effort: str | None = None
-    #: Whether reasoning can be switched off (Claude's thinking.type "disabled").
+    """The effort the model reasons at when the request names none (None: it does not)."""
     thinking_off: bool = True
+    """Whether reasoning can be switched off (Claude's thinking.type "disabled")."""
     token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """The request field that carries the output limit."""
     max_output: int | None = None
+    """Output tokens at most; a larger limit is refused (None: unknown)."""
     images: ImageLimits = ImageLimits()
-    #: How a reply in a JSON schema is asked for (`core.llm.structured`); "none": free text.
+    """How many and how large images one request may carry."""
     structured: Structured = "none"
-    #: The largest screenshot it sees unshrunk and how it states points (`core.llm.vision`).
+    """How a reply in a JSON schema is asked for (`core.llm.structured`); "none": free text."""
     vision: VisionRules = VisionRules()
+    """The largest screenshot it sees unshrunk and how it states points (`core.llm.vision`)."""
     status: Status = "active"
+    """Its lifecycle at the provider: active, legacy, deprecated, retired or unknown."""
     shutdown: str | None = None
+    """The date (YYYY-MM-DD) the provider stops serving it, when announced."""
     replacement: str | None = None
+    """The model the provider names in its place."""
     sources: tuple[str, ...] = ()
+    """Where each rule applied comes from (set by the lookup)."""
 
     @property
     def thinks_by_default(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
@@ -40,6 +41,7 @@ __all__ = [
     "current_module",
     "is_scripted",
     "provider_class",
+    "rate_limit_headers",
     "resolve_api_key",
     "split_name",
 ]
@@ -57,6 +59,7 @@ BUILT_IN_PROVIDERS: dict[str, str] = {
     "openrouter": "core.llm.providers.openai_compatible:OpenRouterAPI",
     "scripted": "core.llm.scripted:ScriptedAPI",
     "replay": "core.llm.replay:ReplayAPI",
+    "sim": "core.llm.sim.provider:SimAPI",
 }
 
 
@@ -117,6 +120,22 @@ class ModelAPI(ABC):
         """Calls with equal keys share one concurrency limit."""
         return f"{self.provider}:{self.base_url or ''}"
 
+    def rate_key(self) -> str:
+        """Calls with equal keys share one rate budget (`core.llm.rate_budget`): a provider limits
+        an account per model."""
+        return f"{self.concurrency_key()}|{self.model}"
+
+    def announces_rate_limits(self) -> bool:
+        """Whether this endpoint's answers carry rate-limit headers worth waiting for before
+        a run's first calls go out (the providers' own APIs do; a server of your own may not)."""
+        return False
+
+    def rate_headers(self, error: BaseException) -> Mapping[str, str] | None:
+        """The rate-limit headers of a failed attempt's response, where it had one (the
+        SDKs' status errors carry their response)."""
+        headers = getattr(getattr(error, "response", None), "headers", None)
+        return headers if headers is not None and hasattr(headers, "items") else None
+
     def secrets(self) -> list[str]:
         """Strings that must never reach a log, record or error message: the key, and any
         credentials written into the base URL (``https://user:password@host``)."""
@@ -131,6 +150,17 @@ class ModelAPI(ABC):
     async def aclose(self) -> None:
         """Release connections; the default holds none."""
         return None
+
+
+_RATE_HEADERS = ("x-ratelimit-", "anthropic-ratelimit-", "retry-after")
+
+
+def rate_limit_headers(headers: object) -> dict[str, str]:
+    """The rate-limit headers of a response (what the run's rate budget learns from)."""
+    items = getattr(headers, "items", None)
+    if items is None:
+        return {}
+    return {str(k).lower(): str(v) for k, v in items() if str(k).lower().startswith(_RATE_HEADERS)}
 
 
 #: Providers whose replies come from a script or a recording, never from a model.

@@ -34,6 +34,12 @@ class CallRecord(BaseModel):
     retries: int = 0
     #: Set when the call finally failed; the error's class and message, secrets removed.
     error: str | None = None
+    #: Seconds the call was held by the run's rate budget before going out (`core.llm.rate_budget`).
+    paced_seconds: float = 0.0
+    #: Attempts the provider refused for its rate limits (HTTP 429).
+    refusals: int = 0
+    #: Seconds lost to those refusals: from each refused attempt's start to the next attempt.
+    refused_seconds: float = 0.0
     #: The failure's kind when it failed (`ModelCallError.reason`): "refusal",
     #: "content_filter", "spend_limit", "quota", "length", "rate_limit", ...
     error_kind: str | None = None

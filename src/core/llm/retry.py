@@ -31,7 +31,6 @@ import asyncio
 import os
 import random
 import re
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,6 +39,8 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState
+
+from core import clock as run_clock
 
 __all__ = [
     "BACKOFF_SCALE_ENV",
@@ -113,7 +114,7 @@ class RetryPolicy(BaseModel):
     #: the environment variable AGENT_S3_LLM_BACKOFF_SCALE when not given.
     backoff_scale: float = Field(default_factory=_default_scale)
     sleep: Callable[[float], Awaitable[None]] = Field(default=asyncio.sleep, exclude=True, repr=False)
-    clock: Callable[[], float] = Field(default=time.monotonic, exclude=True, repr=False)
+    clock: Callable[[], float] = Field(default=run_clock.monotonic, exclude=True, repr=False)
 
     def wait(self, attempt: int, decision: RetryDecision) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based)."""
@@ -213,7 +214,7 @@ def _until(stamp: str) -> float | None:
         when = datetime.fromisoformat(stamp.strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return max(when.timestamp() - time.time(), 0.0) if when.tzinfo else None
+    return max(when.timestamp() - run_clock.now(), 0.0) if when.tzinfo else None
 
 
 def parse_retry_after(headers: object) -> float | None:
@@ -236,7 +237,7 @@ def parse_retry_after(headers: object) -> float | None:
         except ValueError:
             pass
         try:
-            return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
+            return max(parsedate_to_datetime(value).timestamp() - run_clock.now(), 0.0)
         except (TypeError, ValueError):
             pass
     openai_reset = _reset_in(get, lambda kind, what: f"x-ratelimit-{what}-{kind}", ("requests", "tokens"),

@@ -60,12 +60,13 @@ class SchemaError(ValueError):
 class ReplyFormat(BaseModel):
     """A reply contract as the model is asked for it: a name and its strict JSON schema."""
 
-    model_config = ConfigDict(frozen=True)
-    #: The contract's name (OpenAI's `json_schema.name`, a forced tool's name).
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
     name: str = Field(pattern=_NAME.pattern)
-    #: `strict_schema()` of the contract's pydantic model.
+    """The contract's name (OpenAI's `json_schema.name`, a forced tool's name)."""
     json_schema: dict[str, Any]
+    """`strict_schema()` of the contract's pydantic model."""
     description: str | None = None
+    """What the reply is, shown to the model with the schema."""
 
     @classmethod
     def of(cls, model: type[BaseModel], name: str | None = None) -> ReplyFormat:

@@ -72,12 +72,15 @@ class Sampling(BaseModel):
     - default: the model's own sampling.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
     intent: Literal["default", "deterministic", "diverse"] = "default"
+    """What the caller needs: the model's own sampling, deterministic, or diverse."""
     temperature: float | None = Field(default=None, ge=0)
+    """Preferred temperature, sent only where the model takes one."""
     top_p: float | None = Field(default=None, gt=0, le=1)
-    #: Sent only to models whose API takes top_k (`model_rules.yaml`), never while thinking.
+    """Preferred top_p, sent only where the model takes it."""
     top_k: int | None = Field(default=None, ge=1)
+    """Sent only to models whose API takes top_k (`model_rules.yaml`), never while thinking."""
 
     @classmethod
     def deterministic(cls) -> Sampling:
@@ -95,18 +98,25 @@ class GenerateConfig(BaseModel):
     `temperature` and `top_p` are values a user set explicitly: a model that cannot take
     them is an error before the run. Code states intent in `sampling` instead."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
     temperature: float | None = None
+    """Temperature; a model that takes none refuses the run before it starts."""
     top_p: float | None = None
+    """Nucleus sampling mass; a model that takes none refuses the run before it starts."""
     sampling: Sampling | None = None
+    """The sampling intent the modules set in code (leave it unset in a run file)."""
     seed: int | None = None
+    """Decoding seed, sent to providers that honour one."""
     max_tokens: int | None = None
-    #: For reasoning models ("minimal", "low", "medium", "high"); mapped per provider.
+    """Output tokens at most; None leaves room for the model's thinking (`core.llm.limits`)."""
     reasoning_effort: str | None = None
+    """For reasoning models ("minimal", "low", "medium", "high"); mapped per provider."""
     stop: list[str] | None = None
-    #: Ask for a reply in this JSON schema, natively where the model's profile has a way
-    #: (`core.llm.structured`); a model without one gets free text, read by the caller's parser.
+    """Strings that end the reply."""
     reply_format: ReplyFormat | None = None
+    """Ask for a reply in this JSON schema, natively where the model's profile has a way
+    (`core.llm.structured`); a model without one gets free text, read by the caller's parser.
+    Set by the modules that read structured replies, not in a run file."""
 
     @classmethod
     def deterministic(cls, **settings: object) -> GenerateConfig:
@@ -147,6 +157,9 @@ class ModelOutput(BaseModel):
     model: str
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
+    #: The response's rate-limit headers (``x-ratelimit-*``, ``anthropic-ratelimit-*``,
+    #: ``retry-after``), which the run's shared rate budget learns from (`core.llm.rate_budget`).
+    rate_headers: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
     #: True when the reply was constrained to the request's `reply_format` by the provider:
     #: its text is one JSON value in that schema.
     structured: bool = False

@@ -32,7 +32,7 @@ PointConvention = Literal["pixels", "norm1000", "yx1000"]
 class VisionRules(BaseModel):
     """The largest image a model takes without shrinking it, and how it states points."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     long_edge: int | None = None
     """Longest side, in pixels."""
@@ -43,6 +43,7 @@ class VisionRules(BaseModel):
     multiple: int | None = None
     """Both sides a multiple of this (the server rounds to it otherwise)."""
     points: PointConvention = "pixels"
+    """How it states a point: pixels, 0-1000 per axis, or y first on 0-1000 (Gemini's)."""
 
     def fit(self, width: int, height: int) -> tuple[int, int]:
         """The largest size of the same shape, never larger than ``(width, height)``, that the

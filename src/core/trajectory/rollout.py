@@ -84,6 +84,9 @@ class RolloutInfo(Record):
     """Steps in ``traj.jsonl`` when the header was last written."""
     score: float | None = None
     """The task evaluator's score of the final state, when evaluated."""
+    label: str | None = None
+    """What made the rollout when it was not a real agent on a real environment: the run's
+    label (SIMULATED ..., or a scripted policy's note)."""
     score_error: str | None = None
     """Why there is no score although the agent ended: the task's scorer failed on the final
     state (``scoring_failed``), in one line naming the task, the step and the cause."""

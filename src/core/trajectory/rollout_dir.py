@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import errno
 import os
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from core import clock
 from core.atomic import (
     append_line,
     count_lines,
@@ -133,7 +133,7 @@ class RolloutDir:
         update: dict[str, object] = {
             "status": status,
             "reason": reason,
-            "ended_at": time.time(),
+            "ended_at": clock.now(),
             "step_count": self.step_count(),
         }
         if score is not None:

@@ -14,6 +14,8 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from environments.kinds import get_kind
+
 from ..config import RunConfig
 from ..environments import EnvironmentPool, open_pool
 
@@ -30,6 +32,10 @@ def check_executor(cfg: RunConfig) -> None:
     """Raise ValueError (one line) when the executor settings cannot run."""
     if cfg.executor.kind != "ray":
         return
+    spec = get_kind(cfg.environment.kind).clock_for(cfg.environment)
+    if spec is not None and spec.mode == "virtual":
+        raise ValueError("a virtual clock runs in one process and Ray's hosts are others: run the simulation "
+                         "with -c environment.clock=scaled (and environment.speed) on --executor ray")
     if importlib.util.find_spec("ray") is None:
         raise ValueError("--executor ray needs Ray: pip install 'ray[default]' (the project's `ray` extra)")
     if not _ADDRESS.match(cfg.executor.ray_address):

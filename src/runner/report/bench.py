@@ -24,13 +24,14 @@ def bench_section(run_path: Path) -> str:
     if not isinstance(data, dict) or not isinstance(data.get("overall"), dict):
         return ""
     n = data.get("n", 0)
-    rows = ["<tr><th>domain</th><th>tasks scored</th><th>errored</th><th>selected</th><th>mean of rollouts</th>"
+    rows = ["<tr><th>domain</th><th>tasks scored</th><th>errored</th><th>selected (blind)</th>"
+            "<th>minimum + gain (oracle-filtered)</th><th>mean of rollouts</th>"
             f"<th>pass@{n}</th><th>judge accuracy</th><th>judge subset</th><th>judge errors</th>"
             "<th>critic errors</th></tr>"]
     groups = [*sorted((data.get("domains") or {}).items()), ("overall", data["overall"])]
     for name, g in groups:
         rows.append(f"<tr><td>{escape(str(name))}</td><td>{g.get('tasks', 0)}</td><td>{g.get('errored', 0)}</td>"
-                    f"<td>{_pct(g.get('selected'))}</td>"
+                    f"<td>{_pct(g.get('selected'))}</td><td>{_pct(g.get('min_gain'))}</td>"
                     f"<td>{_pct(g.get('mean_rollout'))}</td><td>{_pct(g.get('pass_at_n'))}</td>"
                     f"<td>{_pct(g.get('judge_accuracy'))}</td><td>{g.get('judge_subset', 0)}</td>"
                     # A failed judge is an error of its own, never a pick that scored 0.
@@ -49,4 +50,9 @@ def bench_section(run_path: Path) -> str:
     errored = data["overall"].get("errored") or 0
     note = (f"<p class=\"error\">{errored} errored tasks (setup or scorer failed) are left out of every rate, "
             "not counted as 0: see errors above.</p>") if errored else ""
-    return "<h2>benchmark</h2><table>" + "".join(rows) + "</table>" + note + cost
+    legend = ("<p><small>selected: the judge's pick on every task (blind selection, what a deployment gets); "
+              "minimum + gain: tasks whose rollouts all score alike count that score without a judge and the "
+              "others the pick (oracle-filtered: the evaluator decides which tasks are judged, as Agent-S's "
+              "released selection scripts report); mean of rollouts: one rollout's expected score; pass@N: "
+              "the best rollout (an oracle).</small></p>")
+    return "<h2>benchmark</h2><table>" + "".join(rows) + "</table>" + legend + note + cost

@@ -50,6 +50,7 @@ class RolloutView:
     chosen: bool
     scripted: bool
     modules: dict[str, ModuleTotals]
+    simulated: bool = False
     critics: list[list[str]] = field(default_factory=list)
     """Each saved critic verdict (``critic-<name>.json``) told in lines (`themis.summarize`)."""
     narrative_error: str | None = None
@@ -83,6 +84,8 @@ class RunView:
     tasks: list[TaskView] = field(default_factory=list)
     modules: dict[str, ModuleTotals] = field(default_factory=dict)
     scripted: bool = False
+    simulated: bool = False
+    """A simulated fleet or simulated models made it (`environments.sim`, ``sim/`` models)."""
     errors: ErrorTally = field(default_factory=ErrorTally)
     """Records per module that say the module failed for good (`module_errors`)."""
     task_errors: TaskErrors = field(default_factory=TaskErrors)
@@ -108,6 +111,10 @@ def _describe(action: dict[str, object] | None) -> str:
     from ..progress import describe_action
 
     return describe_action(action)
+
+
+def _is_simulated(model: str | None, label: str | None) -> bool:
+    return bool(model and model.startswith("sim/")) or bool(label and "SIMULATED" in label)
 
 
 def _steps(task_dir: TaskDir, k: int, facts: list[list[str]], root: Path) -> list[StepView]:
@@ -171,6 +178,7 @@ def _task(layout: RunLayout, task_id: str, records: list[CallRecord], label: str
             steps=_steps(task_dir, k, facts, layout.path),
             chosen=selection is not None and selection.chosen == k,
             scripted=is_scripted(info.model if info else None, label),
+            simulated=_is_simulated(info.model if info else None, info.label if info else label),
             modules=module_totals(of_k),
             critics=_critics(task_dir.rollout(k).path),
             narrative_error=narrative.error if narrative else None,
@@ -203,4 +211,6 @@ def collect_run(layout: RunLayout) -> RunView:
     models = {r.model for r in records} | ({str(policy.get("model"))} if isinstance(policy, dict) else set())
     view.scripted = any(is_scripted(m, label) for m in models) or any(
         ro.scripted for t in view.tasks for ro in t.rollouts)
+    view.simulated = any(_is_simulated(m, label) for m in models) or any(
+        ro.simulated for t in view.tasks for ro in t.rollouts) or "SIMULATED" in (view.scoring or "")
     return view

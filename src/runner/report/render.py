@@ -155,6 +155,8 @@ def _rollout(view: RolloutView, score: float | None) -> str:
         head.append(' <span class="badge mark">CHOSEN</span>')
     if view.scripted:
         head.append(' <span class="badge scripted">SCRIPTED</span>')
+    if view.simulated:
+        head.append(' <span class="badge scripted">SIMULATED</span>')
     head.append("</h3>")
     cost = sum(t.dollars for t in view.modules.values())
     tokens = sum(t.input_tokens + t.output_tokens for t in view.modules.values())
@@ -227,6 +229,11 @@ def render_report(view: RunView) -> str:
     """The whole page for `view`."""
     banner = ('<p><span class="badge scripted">SCRIPTED</span> Some replies in this run came from a script, not a '
               f"model{': ' + escape(view.label) if view.label else ''}.</p>") if view.scripted else ""
+    if view.simulated:
+        banner += ('<p id="simulated"><span class="badge scripted">SIMULATED</span> No desktop ran and no model '
+                   "was called: the environments, the models' replies, their latencies, token counts and rate "
+                   "limits, and the scores are simulated (environments/sim/fleet.yaml, core/llm/sim/models.yaml); "
+                   "seconds are simulated seconds.</p>")
     if view.scoring is not None:
         klass = "" if view.comparable else ' class="error"'
         banner += f'<p id="scoring"{klass}><b>{escape(view.scoring)}</b></p>'

@@ -23,7 +23,7 @@ from ..profiles import (
     problems,
     sampling_params,
 )
-from ..provider import ModelAPI, resolve_api_key
+from ..provider import ModelAPI, rate_limit_headers, resolve_api_key
 from ..retry import RetryDecision, decide_status, parse_retry_after
 from ..structured import ReplyFormat, for_provider
 from ..types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Usage
@@ -81,6 +81,9 @@ class AnthropicAPI(ModelAPI):
         super().__init__(model, base_url=url, api_key=key, timeout=timeout)
         self.client = anthropic.AsyncAnthropic(api_key=key, base_url=url, timeout=timeout, max_retries=0)
 
+    def announces_rate_limits(self) -> bool:
+        return self.base_url is None or "api.anthropic.com" in self.base_url
+
     def request(self, messages: list[ChatMessage], config: GenerateConfig) -> dict[str, Any]:
         """The keyword arguments of `messages.create` for this call."""
         profile = self.profile
@@ -127,10 +130,12 @@ class AnthropicAPI(ModelAPI):
         params = self.request(messages, config)
         structured = "tool_choice" in params or "format" in params.get("output_config", {})
         try:
-            response = await self.client.messages.create(**params)
+            raw = await self.client.messages.with_raw_response.create(**params)
+            response = await raw.parse()
         except json.JSONDecodeError as exc:
             raise MalformedReplyError(f"the reply body is not valid JSON ({exc})") from exc
-        return self.parse(response, structured=structured)
+        return self.parse(response, structured=structured).model_copy(
+            update={"rate_headers": rate_limit_headers(raw.headers)})
 
     def parse(self, response: Any, *, structured: bool = False) -> ModelOutput:
         """Validate the reply ourselves: the SDK accepts even `{}`."""

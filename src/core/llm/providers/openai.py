@@ -14,7 +14,7 @@ import openai
 
 from ..errors import MalformedReplyError, RefusalError, status_line
 from ..profiles import UnsupportedSettingError, problems, sampling_params
-from ..provider import ModelAPI, resolve_api_key
+from ..provider import ModelAPI, rate_limit_headers, resolve_api_key
 from ..retry import RetryDecision, decide_status, parse_retry_after
 from ..structured import ReplyFormat, for_provider
 from ..types import ChatMessage, GenerateConfig, ImagePart, ModelOutput, Usage
@@ -81,6 +81,9 @@ class OpenAIAPI(ModelAPI):
             self.add_format(params, config.reply_format, profile.structured)
         return params
 
+    def announces_rate_limits(self) -> bool:
+        return self.provider == "openai" and (self.base_url is None or "api.openai.com" in self.base_url)
+
     def add_format(self, params: dict[str, Any], fmt: ReplyFormat, mechanism: str) -> None:
         """Ask for a reply in `fmt` the way `mechanism` does (`core.llm.structured`)."""
         schema = for_provider(fmt.json_schema, mechanism)
@@ -108,10 +111,12 @@ class OpenAIAPI(ModelAPI):
         structured = "response_format" in params or bool(
             {"structured_outputs", "guided_json"} & set(params.get("extra_body") or {}))
         try:
-            response = await self.client.chat.completions.create(**params)
+            raw = await self.client.chat.completions.with_raw_response.create(**params)
+            response = raw.parse()
         except json.JSONDecodeError as exc:
             raise MalformedReplyError(f"the reply body is not valid JSON ({exc})") from exc
-        return self.parse(response, structured=structured)
+        return self.parse(response, structured=structured).model_copy(
+            update={"rate_headers": rate_limit_headers(raw.headers)})
 
     def parse(self, response: Any, *, structured: bool = False) -> ModelOutput:
         """Validate the reply ourselves: the SDK accepts even `{}`."""
