@@ -105,7 +105,7 @@ def merge_source(
         layer, origin = _read_file(path), str(path)
     layer = _drop_redacted(layer)
     _check_keys(model, layer, (), origin)
-    return _merge(data, layer)
+    return deep_merge(data, layer)
 
 
 def redact_urls(text: str) -> str:
@@ -200,14 +200,26 @@ def _refuse_redacted_urls(data: Any, where: tuple[str, ...]) -> None:
         )
 
 
-def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+def deep_merge(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `layer`'s keys over it; where both hold a mapping, they merge key by key."""
     out = dict(base)
     for key, value in layer.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
+        known = out.get(key)
+        out[key] = deep_merge(known, value) if isinstance(value, Mapping) and isinstance(known, Mapping) else value
     return out
+
+
+def layered(base: Mapping[str, Any], file: Path | None, overrides: Mapping[str, Any] | None,
+            *, what: str) -> dict[str, Any]:
+    """Bundled figures `base`, then a YAML `file`'s keys, then `overrides`, merged deep;
+    `what` names the mapping in the one-line error for a file that is not one."""
+    data = dict(base)
+    if file is not None:
+        extra = yaml.safe_load(Path(file).read_text()) or {}
+        if not isinstance(extra, dict):
+            raise ValueError(f"{file}: {what} is a mapping")
+        data = deep_merge(data, extra)
+    return deep_merge(data, overrides) if overrides else data
 
 
 # -- checking keys against the model -----------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.config import layered
 from core.distributions import Skewed
 
 __all__ = ["FLEET_FILE", "FleetProfile", "HarnessWaits", "ProviderProfile", "ServerTimes", "load_profile"]
@@ -98,14 +99,6 @@ class FleetProfile(_Model):
                            f"{', '.join(sorted(self.providers))}") from None
 
 
-def _merged(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in layer.items():
-        known = out.get(key)
-        out[key] = _merged(known, value) if isinstance(known, Mapping) and isinstance(value, Mapping) else value
-    return out
-
-
 @cache
 def _base() -> dict[str, Any]:
     data = yaml.safe_load(FLEET_FILE.read_text())
@@ -116,12 +109,4 @@ def _base() -> dict[str, Any]:
 
 def load_profile(file: Path | None = None, overrides: Mapping[str, Any] | None = None) -> FleetProfile:
     """The fleet profile: `fleet.yaml`, then `file`'s keys, then `overrides`, merged."""
-    data: dict[str, Any] = dict(_base())
-    if file is not None:
-        extra = yaml.safe_load(Path(file).read_text()) or {}
-        if not isinstance(extra, dict):
-            raise ValueError(f"{file}: a fleet profile is a mapping")
-        data = _merged(data, extra)
-    if overrides:
-        data = _merged(data, overrides)
-    return FleetProfile.model_validate(data)
+    return FleetProfile.model_validate(layered(_base(), file, overrides, what="a fleet profile"))

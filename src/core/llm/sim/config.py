@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.config import layered
 from core.distributions import Skewed
 
 __all__ = ["MODELS_FILE", "AccountLimits", "ModuleFigures", "SimModels", "configure", "sim_models"]
@@ -66,14 +67,6 @@ class SimModels(_Model):
         return figures.limits if figures is not None else AccountLimits()
 
 
-def _merged(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in layer.items():
-        known = out.get(key)
-        out[key] = _merged(known, value) if isinstance(known, Mapping) and isinstance(value, Mapping) else value
-    return out
-
-
 @cache
 def _bundled() -> dict[str, Any]:
     data = yaml.safe_load(MODELS_FILE.read_text())
@@ -89,15 +82,7 @@ _CURRENT: SimModels | None = None
 def configure(file: Path | None = None, overrides: Mapping[str, Any] | None = None) -> SimModels:
     """Set (and return) the figures of every simulated model of this process."""
     global _CURRENT
-    data: dict[str, Any] = dict(_bundled())
-    if file is not None:
-        extra = yaml.safe_load(Path(file).read_text()) or {}
-        if not isinstance(extra, dict):
-            raise ValueError(f"{file}: simulated models' figures are a mapping")
-        data = _merged(data, extra)
-    if overrides:
-        data = _merged(data, overrides)
-    found = SimModels.model_validate(data)
+    found = SimModels.model_validate(layered(_bundled(), file, overrides, what="the simulated models' figures"))
     with _LOCK:
         _CURRENT = found
     return found
