@@ -28,7 +28,7 @@ from core.trajectory import (
     TaskResult,
 )
 from runner.config import CriticConfig, GuideConfig, ModelConfig, RunConfig
-from runner.report import write_report
+from runner.report import collect_run, module_totals, write_report
 from runner.report.models import module_models
 from runner.wide_config import JudgeModelConfig, WideConfig
 
@@ -175,13 +175,30 @@ def test_unset_models_fall_back_as_the_config_says() -> None:
         wide=WideConfig(judge_model=JudgeModelConfig(model="openai/gpt-5-mini")),
     ))
     config["worker"]["reflection"] = False
-    rows = {r.role: r for r in module_models(config, [])}
+    rows = {r.role: r for r in module_models(config, {})}
     assert set(rows) == {"policy", "grounding", "code_agent", "guide", "critic"}  # no wide run: no judge
     assert (rows["guide"].configured, rows["guide"].inherited_from) == ("openai/o3", None)
     assert (rows["critic"].configured, rows["critic"].inherited_from) == ("openai/gpt-5", "policy")
     wide = dump_config(RunConfig(strategy="wide", wide=WideConfig(
         mixture=[{"model": "openai/gpt-5", "count": 5}, {"model": "anthropic/claude-sonnet-4-5", "count": 5}],
         judge_model=JudgeModelConfig(model="openai/gpt-5-mini"))))
-    rows = {r.role: r for r in module_models(wide, [])}
+    rows = {r.role: r for r in module_models(wide, {})}
     assert rows["policy"].configured == "openai/gpt-5*5,anthropic/claude-sonnet-4-5*5"
     assert (rows["narrator"].configured, rows["narrator"].inherited_from) == ("openai/gpt-5-mini", "judge")
+
+
+def test_the_report_adds_the_ledger_up_per_run_task_and_rollout_in_one_pass(tmp_path: Path) -> None:
+    """The report streams the ledger once (a whole benchmark's holds hundreds of thousands of
+    calls); its totals are those of the records filtered by task and rollout."""
+    layout = _run(tmp_path, Selection(strategy="mcq/narrative", candidates=[0, 1], chosen=0))
+    Ledger(layout.ledger_path).append(_record("policy", "openai/gpt-5", "a-task-without-a-folder", 0, 0.5))
+    records = Ledger.read(layout.ledger_path)
+    view = collect_run(layout)
+    assert list(view.modules.items()) == list(module_totals(records).items())
+    (task,) = view.tasks
+    assert task.modules == module_totals(r for r in records if r.tags.get("task") == "t1")
+    assert [sorted(ro.modules) for ro in task.rollouts] == [["policy"], ["grounding"]]
+    for ro in task.rollouts:
+        assert ro.modules == module_totals(
+            r for r in records if r.tags.get("task") == "t1" and r.tags.get("rollout") == str(ro.index))
+    assert sum(n for row in view.models for n in row.called.values()) == len(records) == 5

@@ -28,24 +28,36 @@ def append_line(path: Path, record: dict[str, Any] | str) -> None:
 
 
 def read_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield every complete JSON line; an unterminated or unparsable last line is skipped."""
+    """Yield every complete JSON line; an unterminated or unparsable last line is skipped.
+
+    Streams the file a line at a time (a whole benchmark's ledger runs to hundreds of
+    megabytes), holding one line back until it is known not to be the last."""
     if not path.exists():
         return
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    complete = lines[:-1]  # the part after the last newline is empty or torn
-    if lines[-1]:
-        _log.warning("%s: skipped a torn last line (%d bytes, no newline)", path, len(lines[-1]))
-    for index, line in enumerate(complete):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError as exc:
-            if index == len(complete) - 1:
-                _log.warning("%s:%d: skipped a last line that is not JSON", path, index + 1)
-                return
-            raise ValueError(f"{path}:{index + 1}: not a JSON line ({exc.msg})") from None
+    with path.open("rb") as fh:
+        pending: tuple[int, bytes] | None = None
+        number = 0
+        for line in fh:
+            number += 1
+            if not line.endswith(b"\n"):  # only the end of the file lacks one: a torn write
+                _log.warning("%s: skipped a torn last line (%d bytes, no newline)", path, len(line))
+                break
+            if pending is not None:
+                yield from _parse(path, *pending, last=False)
+            pending = (number, line)
+        if pending is not None:
+            yield from _parse(path, *pending, last=True)
+
+
+def _parse(path: Path, number: int, line: bytes, *, last: bool) -> Iterator[dict[str, Any]]:
+    if not line.strip():
+        return
+    try:
+        yield json.loads(line)
+    except json.JSONDecodeError as exc:
+        if not last:
+            raise ValueError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
+        _log.warning("%s:%d: skipped a last line that is not JSON", path, number)
 
 
 def repair_tail(path: Path) -> None:

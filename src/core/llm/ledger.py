@@ -56,7 +56,7 @@ class Ledger:
         self._records: list[CallRecord] = []
         self._dollars: dict[tuple[tuple[str, str], ...], float] = {}
         if self.path is not None and self.path.exists():
-            self._records = _load(self.path)
+            self._records = list(_load(self.path))
             repair_tail(self.path)
         for record in self._records:
             self._index(record)
@@ -109,6 +109,12 @@ class Ledger:
     @staticmethod
     def read(path: Path | str) -> list[CallRecord]:
         """Records of a ledger file, without opening it for writing."""
+        return list(Ledger.iter_records(path))
+
+    @staticmethod
+    def iter_records(path: Path | str) -> Iterator[CallRecord]:
+        """Records of a ledger file one at a time, for readers that only add them up (a
+        whole benchmark's ledger holds hundreds of thousands)."""
         return _load(Path(path))
 
 
@@ -141,17 +147,15 @@ class _View(Sequence[CallRecord]):
         return reversed(self._items)
 
 
-def _load(path: Path) -> list[CallRecord]:
+def _load(path: Path) -> Iterator[CallRecord]:
     """Every record of a ledger file; one that is not a call record names file and line."""
-    out = []
     for number, raw in enumerate(read_lines(path), start=1):
         try:
-            out.append(CallRecord.model_validate(raw))
+            yield CallRecord.model_validate(raw)
         except ValidationError as exc:
             problem = exc.errors()[0]
             where = ".".join(str(p) for p in problem["loc"])
             raise ValueError(f"{path}: record {number} is not a model call ({where}: {problem['msg']})") from None
-    return out
 
 
 def _totals(records: Iterable[CallRecord]) -> dict[str, ModuleTotals]:

@@ -7,6 +7,8 @@ written once beside the rollouts (see `images`).
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,13 +100,49 @@ class RunView:
     comparable: bool = True
 
 
-def module_totals(records: list[CallRecord]) -> dict[str, ModuleTotals]:
+def module_totals(records: Iterable[CallRecord]) -> dict[str, ModuleTotals]:
     """Totals per module, known modules first in `MODULE_ORDER`, then the rest by name."""
     found: dict[str, ModuleTotals] = {}
     for record in records:
         found.setdefault(record.module, ModuleTotals()).add(record)
+    return _ordered(found)
+
+
+def _ordered(found: dict[str, ModuleTotals]) -> dict[str, ModuleTotals]:
     rank = {m: i for i, m in enumerate(MODULE_ORDER)}
     return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+
+
+@dataclass
+class _Calls:
+    """The ledger added up in one pass, by run, task and rollout: the report needs totals,
+    never the records (a whole benchmark's ledger holds hundreds of thousands)."""
+
+    run: dict[str, ModuleTotals] = field(default_factory=dict)
+    tasks: dict[str, dict[str, ModuleTotals]] = field(default_factory=dict)
+    rollouts: dict[tuple[str, str], dict[str, ModuleTotals]] = field(default_factory=dict)
+    #: (module, model) to calls.
+    called: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, records: Iterable[CallRecord]) -> _Calls:
+        out = cls()
+        for record in records:
+            out.run.setdefault(record.module, ModuleTotals()).add(record)
+            task, rollout = record.tags.get("task"), record.tags.get("rollout")
+            if task is not None:
+                out.tasks.setdefault(task, {}).setdefault(record.module, ModuleTotals()).add(record)
+                if rollout is not None:
+                    of_k = out.rollouts.setdefault((task, rollout), {})
+                    of_k.setdefault(record.module, ModuleTotals()).add(record)
+            out.called[record.module, record.model] += 1
+        return out
+
+    def of_task(self, task_id: str) -> dict[str, ModuleTotals]:
+        return _ordered(dict(self.tasks.get(task_id, {})))
+
+    def of_rollout(self, task_id: str, k: int) -> dict[str, ModuleTotals]:
+        return _ordered(dict(self.rollouts.get((task_id, str(k)), {})))
 
 
 def _describe(action: dict[str, object] | None) -> str:
@@ -162,16 +200,14 @@ def _critics(rollout: Path) -> list[list[str]]:
     return out
 
 
-def _task(layout: RunLayout, task_id: str, records: list[CallRecord], label: str | None) -> TaskView:
+def _task(layout: RunLayout, task_id: str, calls: _Calls, label: str | None) -> TaskView:
     task_dir = layout.task(task_id)
     task = task_dir.read_task()
     selection = task_dir.read_selection()
-    mine = [r for r in records if r.tags.get("task") == task_id]
     rollouts = []
     for k, info in task_dir.headers().items():
         narrative = task_dir.read_narrative(k)
         facts = narrative.facts if narrative else []
-        of_k = [r for r in mine if r.tags.get("rollout") == str(k)]
         rollouts.append(RolloutView(
             index=k,
             info=info,
@@ -179,7 +215,7 @@ def _task(layout: RunLayout, task_id: str, records: list[CallRecord], label: str
             chosen=selection is not None and selection.chosen == k,
             scripted=is_scripted(info.model if info else None, label),
             simulated=_is_simulated(info.model if info else None, info.label if info else label),
-            modules=module_totals(of_k),
+            modules=calls.of_rollout(task_id, k),
             critics=_critics(task_dir.rollout(k).path),
             narrative_error=narrative.error if narrative else None,
             **_recording(task_dir.rollout(k).path, layout.path),
@@ -190,25 +226,25 @@ def _task(layout: RunLayout, task_id: str, records: list[CallRecord], label: str
         rollouts=rollouts,
         selection=selection,
         result=task_dir.read_result(),
-        modules=module_totals(mine),
+        modules=calls.of_task(task_id),
     )
 
 
 def collect_run(layout: RunLayout) -> RunView:
     """Everything the report shows about `layout`'s run (blocking)."""
-    records = Ledger.read(layout.ledger_path) if layout.ledger_path.exists() else []
+    calls = _Calls.of(Ledger.iter_records(layout.ledger_path))
     config = layout.read_config() or {}
     label = config.get("label") if isinstance(config.get("label"), str) else None
-    view = RunView(run_id=layout.run_id, path=layout.path, label=label, modules=module_totals(records))
-    view.tasks = [_task(layout, t, records, label) for t in layout.task_ids()]
+    view = RunView(run_id=layout.run_id, path=layout.path, label=label, modules=_ordered(calls.run))
+    view.tasks = [_task(layout, t, calls, label) for t in layout.task_ids()]
     view.errors = count_run(layout)
     view.task_errors = count_task_errors(layout)
     if read_label(layout) is not None:
         view.scoring = label_line(layout)
         view.comparable = bool(label_fields(layout).get("leaderboard_comparable"))
-    view.models = module_models(config, records)
+    view.models = module_models(config, calls.called)
     policy = config.get("policy")
-    models = {r.model for r in records} | ({str(policy.get("model"))} if isinstance(policy, dict) else set())
+    models = {model for _, model in calls.called} | ({str(policy.get("model"))} if isinstance(policy, dict) else set())
     view.scripted = any(is_scripted(m, label) for m in models) or any(
         ro.scripted for t in view.tasks for ro in t.rollouts)
     view.simulated = any(_is_simulated(m, label) for m in models) or any(

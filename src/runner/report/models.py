@@ -9,10 +9,9 @@ covers later offline passes such as ``agent-s3 judge`` with another judge.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from core.llm import CallRecord
 
 __all__ = ["MODEL_ROLES", "ModuleModels", "module_models"]
 
@@ -88,19 +87,19 @@ def _configured(config: dict[str, Any]) -> dict[str, tuple[str | None, str | Non
     return out
 
 
-def module_models(config: dict[str, Any], records: list[CallRecord]) -> list[ModuleModels]:
-    """One row per role that is configured or was called, in `MODEL_ROLES` order (ledger
-    modules of no known role follow by name)."""
+def module_models(config: dict[str, Any], called: Mapping[tuple[str, str], int]) -> list[ModuleModels]:
+    """One row per role that is configured or was called (`called`: the ledger's calls per
+    module and model), in `MODEL_ROLES` order (ledger modules of no known role follow by name)."""
     configured = _configured(config) if config else {}
-    called: dict[str, Counter[str]] = {}
-    for record in records:
-        role = _LEDGER_ROLE.get(record.module, record.module)
-        called.setdefault(role, Counter())[record.model] += 1
-    roles = [r for r in MODEL_ROLES if configured.get(r, (None, None))[0] or r in called]
-    roles += sorted(r for r in called if r not in MODEL_ROLES)
+    by_role: dict[str, Counter[str]] = {}
+    for (module, name), count in called.items():
+        role = _LEDGER_ROLE.get(module, module)
+        by_role.setdefault(role, Counter())[name] += count
+    roles = [r for r in MODEL_ROLES if configured.get(r, (None, None))[0] or r in by_role]
+    roles += sorted(r for r in by_role if r not in MODEL_ROLES)
     rows = []
     for role in roles:
         model, source = configured.get(role, (None, None))
         rows.append(ModuleModels(role=role, configured=model, inherited_from=source,
-                                 called=dict(called.get(role, Counter()).most_common())))
+                                 called=dict(by_role.get(role, Counter()).most_common())))
     return rows
