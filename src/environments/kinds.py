@@ -73,6 +73,11 @@ class EnvironmentSettings(BaseModel):
         """Raise `core.protocols.EnvError` (one line saying what to pass) when these settings
         cannot open a pool, before anything starts."""
 
+    def checked_sections(self) -> dict[str, BaseModel]:
+        """Dict-typed fields of these settings resolved by the model that checks them (their
+        defaults filled in), by field name: what ``config show`` prints in their place."""
+        return {}
+
     @classmethod
     def config_variants(cls) -> list[type[BaseModel]]:
         """Every kind's settings model: `core.config` checks ``environment.*`` keys against

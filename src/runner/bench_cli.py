@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from bjudge import JUDGES
-from core.config import ConfigError, redact_urls
+from core.config import ConfigError
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError, is_scripted
 from core.llm.notices import watching_retries
 from core.protocols import EnvError
@@ -25,6 +25,8 @@ from environments.kinds import field_help, get_kind
 from environments.tasks import SUITE_DIR, TaskError
 
 from .bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
+from .cli_errors import fail as _fail
+from .cli_overrides import option_overrides as _overrides
 from .comparability import label_line
 from .config import RunConfig, load_run_config
 from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo_suite
@@ -61,24 +63,6 @@ from .wide_cli import check_wide, missing_key_line, prepare_wide
 __all__ = ["app"]
 
 app = typer.Typer(help="Benchmarks: OSWorld task lists or the local suite, resumable.", no_args_is_help=True)
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {redact_urls(message)}", err=True)
-    return typer.Exit(code=2)
-
-
-def _overrides(options: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for dotted, value in options.items():
-        if value is None:
-            continue
-        node = out
-        *parents, last = dotted.split("__")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[last] = value
-    return out
 
 
 Opt = typer.Option

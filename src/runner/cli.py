@@ -13,14 +13,14 @@ import asyncio
 import secrets
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from bjudge import JUDGES
-from core.config import ConfigError, dump_config, redact_urls
+from core.config import ConfigError, dump_config
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError, is_scripted
 from core.llm.notices import watching_retries
 from core.protocols import EnvError
@@ -34,6 +34,8 @@ from .bench import resuming_strategy, rollouts_per_task
 from .bench_cli import app as bench_app
 from .branch import check_branch
 from .cli_errors import GuardedTyper
+from .cli_errors import fail as _fail
+from .cli_overrides import option_overrides
 from .config import RunConfig, load_run_config
 from .config_cli import config_app
 from .critic_cli import register as register_critic_commands
@@ -77,25 +79,6 @@ app.command("sweep")(sweep_command)
 app.add_typer(models_app, name="models")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(config_app, name="config")
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {redact_urls(message)}", err=True)
-    return typer.Exit(code=2)
-
-
-def _overrides(**options: Any) -> dict[str, Any]:
-    """Command-line options that were given, as a nested mapping over the config."""
-    out: dict[str, Any] = {}
-    for dotted, value in options.items():
-        if value is None:
-            continue
-        node = out
-        *parents, last = dotted.split("__")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[last] = value
-    return out
 
 
 def _new_run_id() -> str:
@@ -142,7 +125,7 @@ def run(
 ) -> None:
     """Run one task: set it up, run a rollout with live progress, evaluate, report."""
     console = SafeConsole(highlight=False)
-    given = _overrides(
+    given = option_overrides(
         policy__model=model, policy__base_url=base_url, out_dir=str(out) if out else None, run_id=run_id,
         **environment_overrides(kind=env, url=url, token=token, image=image, adb_host=adb_host, adb_port=adb_port,
                                 network=network),

@@ -21,7 +21,7 @@ from core.protocols import EnvError
 
 from .terminal import CleanStream, strip_controls
 
-__all__ = ["USER_ERRORS", "GuardedTyper", "describe_error"]
+__all__ = ["USER_ERRORS", "GuardedTyper", "describe_error", "fail"]
 
 #: Errors that come from what the user gave or from the machine, never from a bug alone:
 #: wrong values and files (ValueError covers ConfigError, RunFolderError, MixtureError and
@@ -81,3 +81,10 @@ class GuardedTyper(typer.Typer):
             sys.exit(130)
         finally:
             sys.stdout, sys.stderr = streams
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print `message` as a command's one error line (credentials in URLs redacted); raise
+    what this returns."""
+    typer.echo(f"error: {redact_urls(message)}", err=True)
+    return typer.Exit(code=code)

@@ -19,7 +19,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.config import OVERRIDE_FORM, REDACTED, dump_config, is_secret_key, merge_source, redact_urls
-from environments.osworld.kind import AWSSettings, fleet_config
 from gprm.guide import guide_options_model
 from themis.critics import critic_options_model
 
@@ -106,8 +105,8 @@ def _options_of(cfg: RunConfig) -> dict[str, BaseModel]:
     """The sections the run's models check elsewhere, resolved by those models (their
     defaults shown too): the guide's and critic's options, an EC2 fleet's settings."""
     out: dict[str, BaseModel] = {}
-    if isinstance(cfg.environment, AWSSettings):
-        out["environment.fleet"] = fleet_config(cfg.environment)
+    for name, model in cfg.environment.checked_sections().items():
+        out[f"environment.{name}"] = model
     if cfg.guide.name != "none":
         out["guide.options"] = guide_options_model(cfg.guide.name).model_validate(cfg.guide.options)
     out["critic.options"] = critic_options_model(cfg.critic.name).model_validate(cfg.critic.options)

@@ -14,6 +14,7 @@ from core.llm import ChatModel, Ledger, MissingAPIKeyError, ScriptError, Unknown
 from core.trajectory import RunLayout
 from themis import CRITICS, Critic, critic_options_model, make_critic
 
+from .cli_errors import fail
 from .config import ModelConfig
 from .models import chat_model
 
@@ -42,11 +43,6 @@ OptionList = Annotated[list[str] | None, typer.Option("--option", help="A critic
                        "assignment_goals=false; voting: votes=3 vote=majority|all|any); repeatable.")]
 OptionsFile = Annotated[Path | None, typer.Option("--options", help="A YAML file of critic options (applied "
                         "before each --option).")]
-
-
-def fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
 
 
 def layout_of(run_dir: Path) -> RunLayout:

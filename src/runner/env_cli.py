@@ -36,6 +36,7 @@ from environments.local.snapshot import SNAPSHOTS
 from environments.local.sweep import reap_desktop
 from environments.local.watchdog import reap_pool
 
+from .cli_errors import fail
 from .config import load_run_config
 from .kind_options import env_option
 
@@ -54,11 +55,6 @@ BaseDir = Annotated[
 
 def _base(base_dir: Path | None) -> Path:
     return base_dir if base_dir is not None else default_base_dir()
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=1)
 
 
 def _desktops(base: Path) -> list[tuple[HostRecord, DesktopInfo]]:
@@ -98,7 +94,7 @@ def up(
         return
     timeout = 120.0 if timeout is None else timeout
     if snapshot not in SNAPSHOTS:
-        raise _fail(f"unknown snapshot {snapshot!r}; use one of: {', '.join(SNAPSHOTS)}")
+        raise fail(f"unknown snapshot {snapshot!r}; use one of: {', '.join(SNAPSHOTS)}", code=1)
     budget = LocalSettings()
     fit = desktops_that_fit(machine_room(), memory_mib=budget.desktop_memory_mib, per_core=budget.desktops_per_core)
     if fit < n:  # desktops asked for by count, not for rollouts that could queue
@@ -127,10 +123,10 @@ def up(
             return
         if host.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            raise _fail(f"desktops did not start: {tail[0]} (log: {log})")
+            raise fail(f"desktops did not start: {tail[0]} (log: {log})", code=1)
         time.sleep(0.1)
     host.terminate()
-    raise _fail(f"desktops did not start within {timeout:g} s; see {log}")
+    raise fail(f"desktops did not start within {timeout:g} s; see {log}", code=1)
 
 
 @app.command("ls")
@@ -163,10 +159,10 @@ def screenshot(
     """Save a PNG of a desktop's screen (through its controller server)."""
     found = [d for _, d in _desktops(_base(base_dir)) if d.name == name]
     if not found:
-        raise _fail(f"no running desktop named {name!r}; see `agent-s3 env ls`")
+        raise fail(f"no running desktop named {name!r}; see `agent-s3 env ls`", code=1)
     desktop = found[0]
     if desktop.socket is None:
-        raise _fail(f"desktop {name} runs no controller server")
+        raise fail(f"desktop {name} runs no controller server", code=1)
 
     async def grab() -> bytes:
         async with desktop_client(desktop) as client:
@@ -175,7 +171,7 @@ def screenshot(
     try:
         data = asyncio.run(grab())
     except Exception as exc:
-        raise _fail(f"could not take a screenshot of {name}: {exc}") from None
+        raise fail(f"could not take a screenshot of {name}: {exc}", code=1) from None
     write_bytes_atomic(output, data)  # a device or FIFO is written through, never replaced
     typer.echo(f"{output} ({len(data)} bytes)")
 
@@ -189,12 +185,12 @@ def down(
 ) -> None:
     """Stop one desktop (NAME) or all of them (--all), leaving no process behind."""
     if (name is None) == (not all_):
-        raise _fail("name one desktop or pass --all")
+        raise fail("name one desktop or pass --all", code=1)
     base = _base(base_dir)
     for record in hosted_records(base):  # environments of other kinds: their host closes all of its pool
         if all_ or any(e["name"] == name for e in record.environments):
             if not stop_hosted(record, timeout=max(timeout, 60.0)):
-                raise _fail(f"the host of {record.kind} environments (pid {record.pid}) did not stop")
+                raise fail(f"the host of {record.kind} environments (pid {record.pid}) did not stop", code=1)
             typer.echo(f"stopped {', '.join(e['name'] for e in record.environments)}")
             if not all_:
                 return
@@ -205,7 +201,7 @@ def down(
     else:
         owners = [rec for rec in records if any(d.name == name for d in rec.desktops)]
         if not owners:
-            raise _fail(f"no running desktop named {name!r}; see `agent-s3 env ls`")
+            raise fail(f"no running desktop named {name!r}; see `agent-s3 env ls`", code=1)
         targets = [(owners[0], name)]
     for rec, one in targets:
         _stop(base, rec, one, timeout)
@@ -219,7 +215,7 @@ def _up_hosted(kind: str, image: str | None, config: list[str], n: int, base: Pa
         settings = load_run_config(sources).environment
         settings.check()
     except (ConfigError, EnvError, ValueError) as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e), code=1) from None
     folder = hosted_dir(base)
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     log = folder / f"host-{os.getpid()}-{time.monotonic_ns()}.log"
@@ -243,10 +239,10 @@ def _up_hosted(kind: str, image: str | None, config: list[str], n: int, base: Pa
             return
         if host.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            raise _fail(f"{kind} environments did not start: {tail[0]} (log: {log})")
+            raise fail(f"{kind} environments did not start: {tail[0]} (log: {log})", code=1)
         time.sleep(0.2)
     host.terminate()
-    raise _fail(f"{kind} environments did not start within {limit:g} s; see {log}")
+    raise fail(f"{kind} environments did not start within {limit:g} s; see {log}", code=1)
 
 
 def _stop(base: Path, rec: HostRecord, name: str | None, timeout: float) -> None:

@@ -33,6 +33,7 @@ from core import clock
 from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunFolderError, RunLayout, TaskResult, rollout_errors
 
+from .cli_errors import fail as _fail
 from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
 from .model_config import ModelConfig
 from .models import chat_model
@@ -42,11 +43,6 @@ from .wide import fact_cache
 from .wide_cli import models_by_module
 
 __all__ = ["judge_command", "rejudge", "report_command"]
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
 
 
 def _layout(run_dir: Path) -> RunLayout:

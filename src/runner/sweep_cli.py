@@ -20,6 +20,7 @@ from core.atomic import write_json_atomic
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunLayout
 
+from .cli_errors import fail as _fail
 from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
 from .model_config import ModelConfig
 from .models import chat_model
@@ -27,11 +28,6 @@ from .running import run_clock
 from .sweep import SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
 
 __all__ = ["plot_sweep", "sweep_command", "write_tables"]
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
 
 
 def _recorded(layout: RunLayout) -> tuple[dict[str, Any], NarrativeConfig, dict[str, Any]]:

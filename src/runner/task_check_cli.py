@@ -20,7 +20,7 @@ import typer
 from rich.markup import escape
 
 from core.atomic import write_json_atomic
-from core.config import ConfigError, redact_urls
+from core.config import ConfigError
 from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
 from environments.kinds import describe_kinds, field_help
@@ -35,6 +35,8 @@ from environments.tasks import (
 from environments.tasks.convert import to_core_task
 from environments.tasks.official import scorer_tag
 
+from .cli_errors import fail as _fail
+from .cli_overrides import option_overrides
 from .comparability import label_fields, label_line, record_environment
 from .config import RunConfig, load_run_config
 from .executors import check_executor, open_environments
@@ -52,11 +54,6 @@ app = typer.Typer(help="OSWorld-format tasks: check them on an environment befor
 #: The checks' record in the run folder.
 CHECK_FILE = "check.json"
 _COLOURS = {"ok": "green", "flagged": "yellow", "no_scorer": "white", "skipped": "dim"}
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {redact_urls(message)}", err=True)
-    return typer.Exit(code=2)
 
 
 def _is_task_list(path: Path) -> bool:
@@ -82,19 +79,6 @@ def load_checked(source: Path, examples: Path | None) -> list[tuple[OSWorldTask,
         return [(task, task.domain) for task in load_task_list(source, examples)]
     task = load_task(source)
     return [(task, task.domain or "other")]
-
-
-def _overrides(**options: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for dotted, value in options.items():
-        if value is None:
-            continue
-        node = out
-        *parents, last = dotted.split("__")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[last] = value
-    return out
 
 
 def _row(check: TaskCheck) -> str:
@@ -140,7 +124,7 @@ def check_command(
     console = SafeConsole(highlight=False, stderr=as_json)
     rid = run_id or f"check-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     try:
-        cfg: RunConfig = load_run_config([*(config or []), _overrides(
+        cfg: RunConfig = load_run_config([*(config or []), option_overrides(
             **environment_overrides(kind=env, url=url, token=token, image=image, network=network),
             out_dir=str(out) if out else None, run_id=rid)])
         check_name("run id", rid)

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal, cast
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 
 from aws import FleetConfig
 from core.config import redact_urls
@@ -64,6 +64,9 @@ class AWSSettings(EnvironmentSettings):
     def where(self) -> str:
         region = self.fleet.get("region")
         return "OSWorld images on EC2" + (f" in {region}" if region else "")
+
+    def checked_sections(self) -> dict[str, BaseModel]:
+        return {"fleet": fleet_config(self)}
 
 
 def fleet_config(cfg: AWSSettings) -> FleetConfig:
