@@ -9,7 +9,9 @@ let a desktop aim the host's root Playwright at any address of the host or its n
 this door reads HTTP, one request per connection:
 
 - the request goes in with ``Host`` naming the door (Chrome names its URLs after it), its
-  head and body bounded, hop and auth headers dropped;
+  head and body bounded, hop and proxy headers dropped, and ``Authorization`` too unless the
+  port's own service asks for it (VLC's web interface takes OSWorld's known password; the
+  host has no secret of its own to give a desktop);
 - a redirect is refused (502) and no ``Location`` ever comes out;
 - a JSON reply has every ``ws://`` / ``wss://`` URL, and the ``ws=`` / ``wss=`` parameter of a
   frontend URL, rewritten to name the door itself; a websocket URL hidden in any other reply
@@ -175,9 +177,11 @@ class DesktopPortDoor:
     doc): on its own loopback, reached from inside the network namespace ``netns()`` names,
     or, without ``netns``, at ``host`` (a VM's address)."""
 
-    def __init__(self, port: int, netns: Callable[[], str] | None = None, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, port: int, netns: Callable[[], str] | None = None, *, host: str = "127.0.0.1",
+                 pass_authorization: bool = False) -> None:
         self.target_port = port
         self.target_host = host
+        self._dropped = _DROPPED - {b"authorization"} if pass_authorization else _DROPPED
         self._netns = netns
         self._uid = os.getuid()
         self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -289,7 +293,7 @@ class DesktopPortDoor:
         upgrade = (_get(headers, b"upgrade") or b"").lower() == b"websocket"
         # After an upgrade's head come the client's first frames; they go in as they are.
         body = rest if upgrade and not length else _read_exactly(client, rest, length) if length else b""
-        kept = [f"{k.decode('latin-1')}: ".encode("latin-1") + v for k, v in headers if k not in _DROPPED]
+        kept = [f"{k.decode('latin-1')}: ".encode("latin-1") + v for k, v in headers if k not in self._dropped]
         extra = [b"Host: " + self.address.encode()]
         if length:
             extra.append(b"Content-Length: %d" % length)

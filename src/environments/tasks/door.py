@@ -109,11 +109,11 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
         vlc: DesktopPortDoor | None = None
         if route.netns is not None:  # the desktop's own loopback, inside its network namespace
             browser = DesktopPortDoor(DESKTOP_PORTS["chromium"], route.netns)
-            vlc = DesktopPortDoor(DESKTOP_PORTS["vlc"], route.netns)
+            vlc = DesktopPortDoor(DESKTOP_PORTS["vlc"], route.netns, pass_authorization=True)
         elif route.direct and not isinstance(route.upstream, str):  # a VM: its other ports at its address
             host = route.upstream[0]
             browser = None if route.browser_unreachable else DesktopPortDoor(route.chromium_port, host=host)
-            vlc = DesktopPortDoor(route.vlc_port, host=host)
+            vlc = DesktopPortDoor(route.vlc_port, host=host, pass_authorization=True)
         doors = [door for door in (browser, vlc) if door is not None]
 
         def refusals() -> list[str]:

@@ -78,9 +78,9 @@ def listener() -> Iterator[_Listener]:
     found.sock.close()
 
 
-def _door(answer: Answer) -> tuple[_Desktop, DesktopPortDoor]:
+def _door(answer: Answer, *, pass_authorization: bool = False) -> tuple[_Desktop, DesktopPortDoor]:
     desktop = _Desktop(answer)
-    return desktop, DesktopPortDoor(desktop.port, lambda: "/proc/self/ns/net")
+    return desktop, DesktopPortDoor(desktop.port, lambda: "/proc/self/ns/net", pass_authorization=pass_authorization)
 
 
 def _send(handler: http.server.BaseHTTPRequestHandler, status: int, body: bytes = b"", **headers: str) -> None:
@@ -126,6 +126,22 @@ def test_websocket_urls_in_a_reply_name_the_door_and_data_stays(listener: _Liste
     seen = desktop.seen[0]
     assert seen["host"] == f"127.0.0.1:{door.port}" and "authorization" not in seen  # Chrome names the door
     assert listener.accepted == 0
+
+
+def test_authorization_reaches_only_a_service_that_takes_it() -> None:
+    """VLC's web interface wants OSWorld's known password (HTTP basic auth, sent by OSWorld's
+    getters); DevTools wants none, so its door drops the header."""
+    heard = []
+    for passes in (False, True):
+        desktop, door = _door(lambda h: _send(h, 200, b"ok"), pass_authorization=passes)
+        try:
+            status, _, _ = _get(door.port, "/requests/status.xml", extra="Authorization: Basic OnBhc3N3b3Jk\r\n")
+        finally:
+            door.close()
+            desktop.close()
+        assert status == 200
+        heard.append(desktop.seen[0].get("authorization"))
+    assert heard == [None, "Basic OnBhc3N3b3Jk"]
 
 
 @pytest.mark.parametrize("upgrade", [False, True], ids=["plain", "websocket-upgrade"])
