@@ -158,20 +158,20 @@ def _project_files() -> list[Path]:
     """The server's package and every project module it imports, with their packages'
     ``__init__`` files (found by reading the imports, so a new import comes along)."""
     root = _project_root()
-    todo = [p for p in sorted((root / GUEST_SERVER).rglob("*.py"))]
+    pending = [p for p in sorted((root / GUEST_SERVER).rglob("*.py"))]
     seen: set[Path] = set()
-    while todo:
-        path = todo.pop()
+    while pending:
+        path = pending.pop()
         if path in seen or not path.is_file():
             continue
         seen.add(path)
         package = path.parent
         while package != root:
-            todo.append(package / "__init__.py")
+            pending.append(package / "__init__.py")
             package = package.parent
         for module in _imports(path, root):
             base = root / Path(*module.split("."))
-            todo += [base.with_suffix(".py"), base / "__init__.py"]
+            pending += [base.with_suffix(".py"), base / "__init__.py"]
     return sorted(seen)
 
 
@@ -199,9 +199,9 @@ def _distributions() -> list[metadata.Distribution]:
     from packaging.requirements import Requirement
 
     seen: dict[str, metadata.Distribution] = {}
-    todo = list(GUEST_DISTRIBUTIONS)
-    while todo:
-        name = todo.pop()
+    pending = list(GUEST_DISTRIBUTIONS)
+    while pending:
+        name = pending.pop()
         key = re.sub(r"[-_.]+", "-", name).lower()
         if key in seen:
             continue
@@ -213,7 +213,7 @@ def _distributions() -> list[metadata.Distribution]:
         for text in dist.requires or []:
             req = Requirement(text)
             if req.marker is None or req.marker.evaluate({"extra": ""}):
-                todo.append(req.name)
+                pending.append(req.name)
     return sorted(seen.values(), key=lambda d: str(d.metadata["Name"]).lower())
 
 
