@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from aws import CostCapReached, FleetConfig
 from core.protocols import EnvironmentLost
 from environments.osworld.aws import AWSDesktop, AWSProvider
-from runner.aws_cli import app
+from runner.cli.aws import app
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

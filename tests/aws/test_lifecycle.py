@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from aws import Fleet, FleetConfig, HttpProbe, InstanceRecord, orphan_reason
 from aws.tags import HOST, PID, RUN
-from runner.aws_cli import app
+from runner.cli.aws import app
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

@@ -15,7 +15,7 @@ from test_lifecycle import _ready, _spawn
 from typer.testing import CliRunner
 
 from aws import Fleet, FleetConfig, HttpProbe
-from runner.aws_cli import app
+from runner.cli.aws import app
 
 pytestmark = [pytest.mark.chaos, pytest.mark.desktop, pytest.mark.integration]
 

@@ -20,7 +20,7 @@ from core.atomic import (
     write_json_atomic,
     write_text_atomic,
 )
-from runner.cli_errors import describe_error
+from runner.cli.errors import describe_error
 
 
 def _device(folder: Path, name: str, kind: int, major: int, minor: int) -> Path:

@@ -14,7 +14,7 @@ import pytest
 from hardening_helpers import fill, info, step
 
 from core.trajectory import RunFolderError, RunLayout, Task, TaskResult
-from runner.cli_errors import describe_error
+from runner.cli.errors import describe_error
 
 _SCRIPT = Path(sys.executable).with_name("agent-s3")
 _SRC = Path(__file__).resolve().parents[2] / "src"

@@ -18,8 +18,8 @@ from core.llm.limits import ANSWER_TOKENS, THINKING_ROOM
 from core.llm.profiles import OVERRIDES_ENV
 from gprm import PAPER_SEEDS
 from runner.cli import app
+from runner.cli.models import ping_messages, planned_uses
 from runner.config import load_run_config
-from runner.models_cli import ping_messages, planned_uses
 from runner.pricing import run_model_names
 from testing.llm import AnthropicServer, OpenAIServer
 

@@ -27,10 +27,10 @@ from environments.local import LocalDesktop, LocalEnvironment
 from environments.local.kind import LocalSettings
 from environments.local.server_env import server_environment
 from environments.local.spawner import run_all
+from runner.cli.judge import rejudge
 from runner.config import load_run_config
 from runner.demo_policy import DEMO_PLANS, PlannedReplies, action_reply
 from runner.environments import EnvironmentPool, open_pool
-from runner.judge_cli import rejudge
 from runner.models import build_models
 from runner.report import write_report
 from runner.rollout import StepEvent, StepHook

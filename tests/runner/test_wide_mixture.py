@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import app
+from runner.cli.wide import check_wide
 from runner.config import load_run_config
 from runner.mixture import MixtureError, assign, parse_mixture
-from runner.wide_cli import check_wide
 
 
 def test_text_form_with_counts_and_defaults() -> None:

@@ -20,14 +20,14 @@ from contract_replies import structured
 from core.config import dump_config
 from core.llm import Ledger, Script, ScriptRequest
 from core.trajectory import RunLayout
+from runner.cli.judge import rejudge
+from runner.cli.wide import models_by_module
 from runner.config import load_run_config
 from runner.environments import open_pool
-from runner.judge_cli import rejudge
 from runner.models import build_models
 from runner.strategy import TaskRun
 from runner.tasks import resolve_task
 from runner.wide import WideScaling
-from runner.wide_cli import models_by_module
 from testing.android import FakeFleet, fake_fleet
 from testing.llm import AnthropicServer, OpenAIServer
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from environments.local.host import host_records
 from environments.local.uids import uid_busy
-from runner.env_cli import app
+from runner.cli.env import app
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

@@ -36,9 +36,9 @@ from environments.local.snapshot import SNAPSHOTS
 from environments.local.sweep import reap_desktop
 from environments.local.watchdog import reap_pool
 
-from .cli_errors import fail
-from .config import load_run_config
-from .kind_options import env_option
+from ..config import load_run_config
+from .errors import fail
+from .options import env_option
 
 __all__ = ["app"]
 

@@ -20,12 +20,12 @@ from core.atomic import write_json_atomic
 from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunLayout
 
-from .cli_errors import fail as _fail
-from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
-from .model_config import ModelConfig
-from .models import chat_model
-from .running import run_clock
-from .sweep import SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
+from ..demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
+from ..model_config import ModelConfig
+from ..models import chat_model
+from ..running import run_clock
+from ..sweep import SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
+from .errors import fail
 
 __all__ = ["plot_sweep", "sweep_command", "write_tables"]
 
@@ -125,23 +125,23 @@ def sweep_command(
     for d in run_dirs:
         d = d.expanduser().resolve()
         if not d.is_dir():
-            raise _fail(f"{d} is not a run folder: pass folders `agent-s3 bench` wrote")
+            raise fail(f"{d} is not a run folder: pass folders `agent-s3 bench` wrote")
         layouts.append(RunLayout(d.parent, d.name))
     try:
         JUDGES.validate(judge)
     except ValueError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     try:
         specs = parse_mixtures(mixtures)
         ns = [int(x) for x in n.split(",") if x.strip()] if n else None
     except (SweepError, ValueError) as e:
-        raise _fail(f"{e}" if isinstance(e, SweepError) else f"--n takes numbers like 1,2,4,8 ({e})") from None
+        raise fail(f"{e}" if isinstance(e, SweepError) else f"--n takes numbers like 1,2,4,8 ({e})") from None
     if ns is not None and any(x < 1 for x in ns):
-        raise _fail("--n values must be at least 1")
+        raise fail("--n values must be at least 1")
     recorded, _, judging = _recorded(layouts[0])
     name = model or recorded.get("model")
     if not name:
-        raise _fail("the run records no judge model: pass --model provider/model")
+        raise fail("the run records no judge model: pass --model provider/model")
     if name == DEMO_JUDGE_MODEL:
         register_demo_judge()
     url = base_url if base_url is not None else (recorded.get("base_url") if model in (None, recorded.get("model")) else None)
@@ -152,9 +152,9 @@ def sweep_command(
     try:
         chat = chat_model(ModelConfig.named(str(name), url), ledger).with_tags(sweep="1")
     except MissingAPIKeyError as e:
-        raise _fail(f"the judge model needs an API key: set {e.variable}") from None
+        raise fail(f"the judge model needs an API key: set {e.variable}") from None
     except UnknownProviderError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
 
     async def go() -> list[SweepPoint]:
         try:
@@ -167,7 +167,7 @@ def sweep_command(
     try:
         points = clock.run(go(), run_clock(layouts[0]))  # a simulated run's judge takes simulated time
     except SweepError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     typer.echo(_table(points))
     errored = errored_rollouts(layouts)
     if errored:

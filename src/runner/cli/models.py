@@ -39,12 +39,12 @@ from core.llm.profiles import ProfileError, check, resolve, set_overrides
 from gprm import GUIDES, PAPER_SEEDS, ScoreReply
 from themis import CRITICS
 
-from .config import ModelConfig, RunConfig, load_run_config
-from .guided import guided_config
-from .mixture import MixtureError, parse_mixture
-from .models import chat_model
-from .terminal import SafeConsole
-from .wide_config import JudgeModelConfig
+from ..config import ModelConfig, RunConfig, load_run_config
+from ..guided import guided_config
+from ..mixture import MixtureError, parse_mixture
+from ..models import chat_model
+from ..terminal import SafeConsole
+from ..wide_config import JudgeModelConfig
 
 __all__ = ["ModelUse", "check_models", "models_app", "ping_messages", "planned_uses"]
 

@@ -37,7 +37,7 @@ from themis import (
     score_predictions,
 )
 
-from .config import ModelConfig
+from ..config import ModelConfig
 from .critic_options import (
     BaseUrl,
     Concurrency,

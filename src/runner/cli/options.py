@@ -1,4 +1,8 @@
-"""The command line's environment options, derived from the registered kinds.
+"""The options every command shares: the options given laid over the configuration, and the
+environment options derived from the registered kinds.
+
+`option_overrides` turns the options given into a nested mapping over the configuration
+(``rollout__max_steps`` sets ``rollout.max_steps``); options left out (None) are not set.
 
 ``--env`` offers every registered kind (read when the command runs, so a kind registered
 after the command line was built is offered too) and its help names each with its
@@ -9,13 +13,14 @@ setting the chosen kind does not have is refused by the configuration's validati
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import typer
 
 from environments.kinds import describe_kinds, kind_names
 
-__all__ = ["ENV_HELP", "env_option", "environment_overrides", "parse_kind"]
+__all__ = ["ENV_HELP", "env_option", "environment_overrides", "option_overrides", "parse_kind"]
 
 ENV_HELP = f"Where the rollouts run: {describe_kinds()}."
 
@@ -36,3 +41,17 @@ def env_option(help: str = ENV_HELP) -> Any:
 def environment_overrides(**given: Any) -> dict[str, Any]:
     """``environment__<setting>`` overrides for the options that were given (None: not given)."""
     return {f"environment__{name}": value for name, value in given.items() if value is not None}
+
+
+def option_overrides(options: Mapping[str, Any] | None = None, /, **named: Any) -> dict[str, Any]:
+    """The options given, by mapping or by name, as a nested mapping over the config."""
+    out: dict[str, Any] = {}
+    for dotted, value in {**(options or {}), **named}.items():
+        if value is None:
+            continue
+        node = out
+        *parents, last = dotted.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return out

@@ -1,4 +1,4 @@
-"""The ``agent-s3`` command line: ``run`` a task, and ``env`` for local desktops.
+"""``agent-s3 run``: one task, one strategy, live progress and the outcome.
 
 ``agent-s3 run --task mousepad-append-line --model openai/gpt-5`` starts a local desktop,
 sets the task up, runs one rollout with live progress, evaluates it, prints the outcome
@@ -29,63 +29,40 @@ from environments.kinds import field_help, get_kind
 from gprm import GUIDES
 from themis import CRITICS
 
-from .aws_cli import app as aws_app
-from .bench import resuming_strategy, rollouts_per_task
-from .bench_cli import app as bench_app
-from .branch import check_branch
-from .cli_errors import GuardedTyper
-from .cli_errors import fail as _fail
-from .cli_overrides import option_overrides
-from .config import RunConfig, load_run_config
-from .config_cli import config_app
-from .critic_cli import register as register_critic_commands
-from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
-from .env_cli import app as env_app
-from .executors import check_executor, open_environments
-from .guided import check_guide
-from .judge_cli import judge_command, report_command
-from .kind_options import ENV_HELP, env_option, environment_overrides
-from .models import ModelSet, build_models, settled_config
-from .models_cli import check_models, models_app
-from .module_errors import ErrorTally, summarize_errors
-from .noop_policy import NOOP_NOTE, is_noop, register_noop
-from .presets import with_preset
-from .pricing import check_prices, unpriced_line
-from .progress import RetryPrinter, StepPrinter
-from .resume import task_finished
-from .retry import RetryUntilSuccess, check_critic
-from .run_folder import check_run_folder, open_run_folder
-from .run_log import official_output_to_log, run_log
-from .running import run_async, with_simulation_label
-from .strategies import STRATEGIES
-from .strategy import RolloutOutcome, Strategy, TaskRun
-from .sweep_cli import sweep_command
-from .task_check_cli import app as tasks_app
-from .task_errors import summarize_task_errors
-from .tasks import check_task_platform, resolve_task
-from .terminal import SafeConsole
-from .wide_cli import check_wide, missing_key_line, prepare_wide, run_wide, summarize
+from ..bench import resuming_strategy, rollouts_per_task
+from ..branch import check_branch
+from ..config import RunConfig, load_run_config
+from ..demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
+from ..executors import check_executor, open_environments
+from ..guided import check_guide
+from ..models import ModelSet, build_models, settled_config
+from ..module_errors import ErrorTally, summarize_errors
+from ..noop_policy import NOOP_NOTE, is_noop, register_noop
+from ..presets import with_preset
+from ..pricing import check_prices, unpriced_line
+from ..progress import RetryPrinter, StepPrinter
+from ..resume import task_finished
+from ..retry import RetryUntilSuccess, check_critic
+from ..run_folder import check_run_folder, open_run_folder
+from ..run_log import official_output_to_log, run_log
+from ..running import run_async, with_simulation_label
+from ..strategies import STRATEGIES
+from ..strategy import RolloutOutcome, Strategy, TaskRun
+from ..task_errors import summarize_task_errors
+from ..tasks import check_task_platform, resolve_task
+from ..terminal import SafeConsole
+from .errors import fail
+from .models import check_models
+from .options import ENV_HELP, env_option, environment_overrides, option_overrides
+from .wide import check_wide, missing_key_line, prepare_wide, run_wide, summarize
 
-__all__ = ["app"]
-
-app = GuardedTyper(help="Test-time scaling runner for computer-use agents.", no_args_is_help=True)
-app.add_typer(env_app, name="env")
-register_critic_commands(app)
-app.command("judge")(judge_command)
-app.command("report")(report_command)
-app.add_typer(bench_app, name="bench")
-app.add_typer(aws_app, name="aws")
-app.command("sweep")(sweep_command)
-app.add_typer(models_app, name="models")
-app.add_typer(tasks_app, name="tasks")
-app.add_typer(config_app, name="config")
+__all__ = ["run"]
 
 
 def _new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-@app.command()
 def run(
     task: Annotated[str, typer.Option("--task", "-t", help="A task.json file, a local-suite task id, or a quoted instruction.")],
     model: Annotated[str | None, typer.Option("--model", "-m", help="Policy model as provider/model (scripted/demo: the scripted demo policy).")] = None,
@@ -162,7 +139,7 @@ def run(
         use = check_run_folder(layout, the_task.id, cfg.strategy, resume=resume, overwrite=overwrite)
         resumed = use == "resume"
     except (ConfigError, EnvError, KeyError, ValueError) as e:
-        raise _fail(str(e).strip('"')) from None
+        raise fail(str(e).strip('"')) from None
     if resumed and task_finished(layout, the_task, rollouts_per_task(cfg)):
         console.print(f"[bold]resumed[/bold] {escape(the_task.id)} had already finished: nothing to run. "
                       f"Files: {layout.path} (agent-s3 report {layout.path} rewrites report.html)")
@@ -173,13 +150,13 @@ def run(
     try:
         models = build_models(cfg, ledger)
     except MissingAPIKeyError as e:
-        raise _fail(
+        raise fail(
             f"{cfg.policy.model} needs an API key: set {e.variable} "
             f"(or run the scripted demo policy with --model {DEMO_MODEL}, or end any task at once with "
             "--model scripted/noop)"
         ) from None
     except UnknownProviderError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     if use != "overwrite":  # made only once the run is sure to start
         open_run_folder(layout, use)
     _header(console, cfg, the_task, layout)
@@ -195,9 +172,9 @@ def run(
             console.print(f"[yellow]interrupted[/yellow]; the desktops were stopped. Files so far: {layout.path}")
             raise typer.Exit(code=130) from None
         except MissingAPIKeyError as e:
-            raise _fail(missing_key_line(e)) from None
+            raise fail(missing_key_line(e)) from None
         except EnvError as e:
-            raise _fail(f"{e} (run folder: {layout.path})") from None
+            raise fail(f"{e} (run folder: {layout.path})") from None
         summarize(console, cfg, the_task, wide, layout)
         _exit_on_errors(console, cfg, layout)
         return
@@ -208,7 +185,7 @@ def run(
         console.print(f"[yellow]interrupted[/yellow]; the desktop was stopped. Files so far: {layout.path}")
         raise typer.Exit(code=130) from None
     except EnvError as e:
-        raise _fail(f"{e} (run folder: {layout.path})") from None
+        raise fail(f"{e} (run folder: {layout.path})") from None
     _report(console, cfg, the_task, outcome, ledger, layout)
     _exit_on_errors(console, cfg, layout)
 

@@ -35,16 +35,15 @@ from environments.tasks import (
 from environments.tasks.convert import to_core_task
 from environments.tasks.official import scorer_tag
 
-from .cli_errors import fail as _fail
-from .cli_overrides import option_overrides
-from .comparability import label_fields, label_line, record_environment
-from .config import RunConfig, load_run_config
-from .executors import check_executor, open_environments
-from .kind_options import env_option, environment_overrides
-from .run_log import run_log
-from .task_check import TaskCheck, check_tasks, summarize_checks
-from .task_errors import EXIT_TASK_ERRORS
-from .terminal import SafeConsole
+from ..comparability import label_fields, label_line, record_environment
+from ..config import RunConfig, load_run_config
+from ..executors import check_executor, open_environments
+from ..run_log import run_log
+from ..task_check import TaskCheck, check_tasks, summarize_checks
+from ..task_errors import EXIT_TASK_ERRORS
+from ..terminal import SafeConsole
+from .errors import fail
+from .options import env_option, environment_overrides, option_overrides
 
 __all__ = ["CHECK_FILE", "app"]
 
@@ -132,15 +131,15 @@ def check_command(
         check_executor(cfg)
         loaded = load_checked(source.expanduser(), examples)
     except (ConfigError, EnvError, KeyError, ValueError) as e:
-        raise _fail(str(e).strip('"')) from None
+        raise fail(str(e).strip('"')) from None
     if cfg.out_dir.exists() and not cfg.out_dir.is_dir():  # a device or a file: refused, never replaced
-        raise _fail(f"--out {cfg.out_dir} exists and is not a folder; give a folder")
+        raise fail(f"--out {cfg.out_dir} exists and is not a folder; give a folder")
     chosen = [(t, d) for t, d in loaded if (domain is None or d == domain) and (not task_ids or t.id in task_ids)]
     if task_ids and (unknown := sorted(set(task_ids) - {t.id for t, _ in loaded})):
-        raise _fail(f"no such task in {source}: {', '.join(unknown)}")
+        raise fail(f"no such task in {source}: {', '.join(unknown)}")
     chosen = chosen[:limit] if limit else chosen
     if not chosen:
-        raise _fail(f"no task to check in {source}" + (f" for domain {domain!r}" if domain else ""))
+        raise fail(f"no task to check in {source}" + (f" for domain {domain!r}" if domain else ""))
     skipped = [TaskCheck(t.id, d, "skipped", reason="cannot run anywhere: " + ", ".join(gaps))
                for t, d in chosen if (gaps := task_gaps(t))]
     runnable: list[tuple[Task, str]] = [(to_core_task(t), d) for t, d in chosen if not task_gaps(t)]
@@ -162,7 +161,7 @@ def check_command(
         console.print("[yellow]interrupted[/yellow]; the environments were stopped")
         raise typer.Exit(code=130) from None
     except EnvError as e:
-        raise _fail(f"{e} (folder: {layout.path})") from None
+        raise fail(f"{e} (folder: {layout.path})") from None
     everything = skipped + checks
     summary = summarize_checks(everything, time.perf_counter() - started)
     document = {"source": str(source), "environment": cfg.environment.kind, **label_fields(layout),

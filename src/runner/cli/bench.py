@@ -24,14 +24,12 @@ from core.trajectory import RunLayout, check_name
 from environments.kinds import field_help, get_kind
 from environments.tasks import SUITE_DIR, TaskError
 
-from .bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
-from .cli_errors import fail as _fail
-from .cli_overrides import option_overrides as _overrides
-from .comparability import label_line
-from .config import RunConfig, load_run_config
-from .demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo_suite
-from .executors import check_executor
-from .guide_ablation import (
+from ..bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
+from ..comparability import label_line
+from ..config import RunConfig, load_run_config
+from ..demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo_suite
+from ..executors import check_executor
+from ..guide_ablation import (
     ablation_rows,
     apply_variant,
     format_ablation,
@@ -39,26 +37,27 @@ from .guide_ablation import (
     shared_seed,
     write_ablation,
 )
-from .guided import check_guide
-from .kind_options import ENV_HELP, env_option, environment_overrides
-from .metrics import compute_metrics, format_metrics, write_metrics
-from .models import build_models
-from .models_cli import check_models
-from .module_errors import summarize_errors
-from .noop_policy import NOOP_NOTE, is_noop, register_noop
-from .osworld_export import LEFT_OUT_FILE, ExportError, ExportReport, export_osworld
-from .presets import with_preset
-from .pricing import check_prices, unpriced_line
-from .progress import RetryPrinter
-from .report import write_report
-from .resume import ResumeMismatch, identity_of, read_manifest
-from .retry import check_critic
-from .run_log import run_log
-from .running import run_async, with_simulation_label
-from .strategies import STRATEGIES
-from .task_errors import EXIT_TASK_ERRORS, TaskLines, summarize_task_errors
-from .terminal import SafeConsole
-from .wide_cli import check_wide, missing_key_line, prepare_wide
+from ..guided import check_guide
+from ..metrics import compute_metrics, format_metrics, write_metrics
+from ..models import build_models
+from ..module_errors import summarize_errors
+from ..noop_policy import NOOP_NOTE, is_noop, register_noop
+from ..osworld_export import LEFT_OUT_FILE, ExportError, ExportReport, export_osworld
+from ..presets import with_preset
+from ..pricing import check_prices, unpriced_line
+from ..progress import RetryPrinter
+from ..report import write_report
+from ..resume import ResumeMismatch, identity_of, read_manifest
+from ..retry import check_critic
+from ..run_log import run_log
+from ..running import run_async, with_simulation_label
+from ..strategies import STRATEGIES
+from ..task_errors import EXIT_TASK_ERRORS, TaskLines, summarize_task_errors
+from ..terminal import SafeConsole
+from .errors import fail
+from .models import check_models
+from .options import ENV_HELP, env_option, environment_overrides, option_overrides
+from .wide import check_wide, missing_key_line, prepare_wide
 
 __all__ = ["app"]
 
@@ -81,7 +80,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
     if opts.get("strategy") is None and (rollouts or mixture):
         opts["strategy"] = "wide"
     try:
-        cfg: RunConfig = load_run_config([*with_preset(preset, config), _overrides(opts)])
+        cfg: RunConfig = load_run_config([*with_preset(preset, config), option_overrides(opts)])
         if variant is not None:
             cfg = apply_variant(cfg, variant)
         if not cfg.run_id:
@@ -104,12 +103,12 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
             cfg = cfg.model_copy(update={"label": cfg.label or NOOP_NOTE})
         cfg = with_simulation_label(prepare_wide(cfg))
     except (ConfigError, EnvError, TaskError, KeyError, ValueError) as e:
-        raise _fail(str(e).strip('"')) from None
+        raise fail(str(e).strip('"')) from None
     for option, folder in (("--export", export), ("--out", cfg.out_dir)):
         if folder is not None and folder.exists() and not folder.is_dir():  # before the run, not after
-            raise _fail(f"{option} {folder} exists and is not a folder; give a folder")
+            raise fail(f"{option} {folder} exists and is not a folder; give a folder")
     if not bench.tasks:
-        raise _fail(f"no runnable task in {list_file}" + (f" for domain {domain!r}" if domain else "")
+        raise fail(f"no runnable task in {list_file}" + (f" for domain {domain!r}" if domain else "")
                     + ": check --domain, or the skipped tasks' gaps with `python -m environments.tasks`")
     layout = RunLayout(cfg.out_dir, str(cfg.run_id), durable=cfg.durable)
     identity = identity_of(cfg.model_dump(mode="json"), tasks=str(list_file.resolve()),
@@ -118,10 +117,10 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
     try:
         models = build_models(cfg, ledger)
     except MissingAPIKeyError as e:
-        raise _fail(f"{cfg.policy.model} needs an API key: set {e.variable} (or check the tasks without a key: "
+        raise fail(f"{cfg.policy.model} needs an API key: set {e.variable} (or check the tasks without a key: "
                     "--model scripted/noop, or `agent-s3 tasks check`)") from None
     except UnknownProviderError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     console.print(f"[bold]bench[/bold] {suite}: {len(bench.tasks)} tasks, {len(bench.skipped)} skipped "
                   f"(unsupported setup or evaluator), strategy {cfg.strategy}; run folder {layout.path}")
     for task_id, gaps in sorted(bench.skipped.items()):
@@ -141,14 +140,14 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
             done = run_async(cfg, run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
                                             concurrency=parallel, on_task=landed))
     except ResumeMismatch as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]; run the same command again to resume {layout.path}")
         raise typer.Exit(code=130) from None
     except MissingAPIKeyError as e:
-        raise _fail(missing_key_line(e)) from None
+        raise fail(missing_key_line(e)) from None
     except EnvError as e:
-        raise _fail(f"{e} (run again to resume: {layout.path})") from None
+        raise fail(f"{e} (run again to resume: {layout.path})") from None
     if done.resumed:
         console.print(f"[bold]resumed[/bold]: {len(done.kept)} tasks kept from before, {len(done.ran)} run now")
     assert done.metrics is not None
@@ -159,7 +158,7 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         try:
             exported = export_osworld(layout, export, domains=bench.domains)
         except ExportError as e:
-            raise _fail(str(e)) from None
+            raise fail(str(e)) from None
         _print_left_out(console, exported)
         console.print(f"[bold]exported[/bold] {len(exported.written)} tasks to {exported.folder}")
     if is_scripted(cfg.policy.model, cfg.label):
@@ -195,10 +194,10 @@ def _bench_guides(suite: str, list_file: Path, examples: Path | None, opts: dict
     try:
         variants = parse_guides(guides)
     except ValueError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     run_id = opts.get("run_id")
     if not run_id:
-        raise _fail("a comparison of guides needs --run-id NAME (run it again with the same name to resume)")
+        raise fail("a comparison of guides needs --run-id NAME (run it again with the same name to resume)")
     if opts.get("wide__seed") is None:
         opts = {**opts, "wide__seed": shared_seed(str(run_id))}
     failed: list[str] = []
@@ -210,7 +209,7 @@ def _bench_guides(suite: str, list_file: Path, examples: Path | None, opts: dict
             if e.exit_code not in (1, EXIT_TASK_ERRORS):
                 raise
             failed.append(variant)
-    cfg = load_run_config([*(kw.get("config") or []), _overrides(opts)])
+    cfg = load_run_config([*(kw.get("config") or []), option_overrides(opts)])
     layouts = {v: RunLayout(cfg.out_dir, f"{run_id}-{v}") for v in variants}
     scripted = is_scripted(cfg.policy.model, cfg.label)
     rows = ablation_rows(layouts)
@@ -325,7 +324,7 @@ def _subset_list(task_ids: list[str], out: Path) -> Path:
     chosen = {d: [t for t in ids if t in task_ids] for d, ids in full.items()}
     unknown = sorted(set(task_ids) - {t for ids in full.values() for t in ids})
     if unknown:
-        raise _fail(f"not local-suite tasks: {', '.join(unknown)}")
+        raise fail(f"not local-suite tasks: {', '.join(unknown)}")
     out.mkdir(parents=True, exist_ok=True)
     path = out / f".suite-{'-'.join(sorted(task_ids))[:80]}.json"
     path.write_text(json.dumps({d: ids for d, ids in chosen.items() if ids}, indent=1))
@@ -335,7 +334,7 @@ def _subset_list(task_ids: list[str], out: Path) -> Path:
 def _layout(run_dir: Path) -> RunLayout:
     run_dir = run_dir.expanduser().resolve()
     if not run_dir.is_dir():
-        raise _fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 bench` printed")
+        raise fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 bench` printed")
     return RunLayout(run_dir.parent, run_dir.name)
 
 
@@ -365,7 +364,7 @@ def export_command(
         report = export_osworld(layout, root, domains=manifest.domains if manifest else None, model=model,
                                 action_space=action_space, observation_type=observation_type)
     except ExportError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     for task_id, why in sorted({**report.skipped, **report.errored}.items()):
         typer.echo(f"left out {task_id}: {why}")
     for task_id, why in sorted(report.without_trajectory.items()):

@@ -19,7 +19,7 @@ from core.config import redact_urls
 from core.llm import MissingAPIKeyError, ModelError
 from core.protocols import EnvError
 
-from .terminal import CleanStream, strip_controls
+from ..terminal import CleanStream, strip_controls
 
 __all__ = ["USER_ERRORS", "GuardedTyper", "describe_error", "fail"]
 

@@ -33,14 +33,14 @@ from core import clock
 from core.llm import ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunFolderError, RunLayout, TaskResult, rollout_errors
 
-from .cli_errors import fail as _fail
-from .demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
-from .model_config import ModelConfig
-from .models import chat_model
-from .report import write_report
-from .running import run_clock
-from .wide import fact_cache
-from .wide_cli import models_by_module
+from ..demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
+from ..model_config import ModelConfig
+from ..models import chat_model
+from ..report import write_report
+from ..running import run_clock
+from ..wide import fact_cache
+from .errors import fail
+from .wide import models_by_module
 
 __all__ = ["judge_command", "rejudge", "report_command"]
 
@@ -145,34 +145,34 @@ def judge_command(
     try:
         JUDGES.validate(judge)
     except ValueError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     if representation not in REPRESENTATIONS:
-        raise _fail(f"unknown representation {representation!r}: choose one of {', '.join(REPRESENTATIONS)}")
+        raise fail(f"unknown representation {representation!r}: choose one of {', '.join(REPRESENTATIONS)}")
     layout = _layout(run_dir)
     if import_dirs:
         if not model:
-            raise _fail("judging imported OSWorld results needs a judge model: pass --model provider/model")
+            raise fail("judging imported OSWorld results needs a judge model: pass --model provider/model")
         try:
             imported = import_osworld(import_dirs, layout, examples=examples)
         except OSWorldImportError as e:
-            raise _fail(str(e)) from None
+            raise fail(str(e)) from None
         typer.echo(f"imported {sum(map(len, imported.rollouts.values()))} rollouts of "
                    f"{len(imported.rollouts)} tasks into {layout.path}")
     elif not layout.path.is_dir():
-        raise _fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 run` printed")
+        raise fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 run` printed")
     try:
         _check_rollouts(layout)
     except RunFolderError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     before = len(Ledger.read(layout.ledger_path)) if layout.ledger_path.exists() else 0
     try:
         judged = clock.run(rejudge(layout, judge=judge, representation=representation, model=model,
                                    base_url=base_url, narrator_model=narrator_model,
                                    narrator_base_url=narrator_base_url, seed=seed), run_clock(layout))
     except MissingAPIKeyError as e:
-        raise _fail(f"the judge model needs an API key: set {e.variable}") from None
+        raise fail(f"the judge model needs an API key: set {e.variable}") from None
     except (UnknownProviderError, MissingTaskError, ValueError) as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     new = Ledger.read(layout.ledger_path)[before:]
     for task_id, done in sorted(judged.items()):
         chosen = "no selection" if done.selection.chosen is None else f"rollout {done.selection.chosen}"
@@ -191,5 +191,5 @@ def report_command(
     """Write the run's report.html again from its files."""
     layout = _layout(run_dir)
     if not layout.path.is_dir():
-        raise _fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 run` printed")
+        raise fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 run` printed")
     typer.echo(str(write_report(layout)))

@@ -16,8 +16,8 @@ import typer
 from core.config import ConfigError
 from core.protocols import EnvError
 
-from .config_doc import configuration_page
-from .config_show import attribute, layers_of, shown_fields
+from ..config_doc import configuration_page
+from ..config_show import attribute, layers_of, shown_fields
 
 __all__ = ["config_app"]
 

@@ -4,7 +4,7 @@
 (``critic-<name>.json``), prints one line per rollout and, where the evaluators scored the
 rollouts, how often the critic agrees with them. ``filter RUN_DIR --out DIR`` copies the
 rollouts the critic accepts into a run folder of their own. ``critic-bench`` lives in
-`runner.critic_bench_cli`. Critic calls go to the run's ``ledger.jsonl`` (module ``critic``).
+`runner.cli.critic_bench`. Critic calls go to the run's ``ledger.jsonl`` (module ``critic``).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from themis import (
     trace_source,
 )
 
-from .config import ModelConfig
-from .critic_bench_cli import critic_bench
+from ..config import ModelConfig
+from .critic_bench import critic_bench
 from .critic_options import (
     BaseUrl,
     Concurrency,

@@ -20,20 +20,20 @@ from core.llm import CallRecord, Ledger, MissingAPIKeyError, is_scripted
 from core.llm.notices import watching_retries
 from core.trajectory import RunLayout, Task
 
-from .board import RolloutBoard
-from .branch import BranchScaling
-from .config import RunConfig
-from .demo_judge import DEMO_JUDGE_MODEL, DEMO_JUDGE_NOTE, register_demo_judge
-from .demo_policy import DEMO_MODEL
-from .executors import open_environments
-from .mixture import assign, parse_mixture
-from .models import ModelSet, settled_config
-from .noop_policy import is_noop
-from .report import module_totals, write_report
-from .resume import ResumingWide
-from .strategy import TaskRun
-from .wide import WideScaling
-from .wide_config import JudgeModelConfig
+from ..board import RolloutBoard
+from ..branch import BranchScaling
+from ..config import RunConfig
+from ..demo_judge import DEMO_JUDGE_MODEL, DEMO_JUDGE_NOTE, register_demo_judge
+from ..demo_policy import DEMO_MODEL
+from ..executors import open_environments
+from ..mixture import assign, parse_mixture
+from ..models import ModelSet, settled_config
+from ..noop_policy import is_noop
+from ..report import module_totals, write_report
+from ..resume import ResumingWide
+from ..strategy import TaskRun
+from ..wide import WideScaling
+from ..wide_config import JudgeModelConfig
 
 __all__ = ["check_wide", "models_by_module", "prepare_wide", "run_wide"]
 

@@ -1,6 +1,6 @@
 """What the critic commands share: their options, the critic's model and its options, one
-error line (``critic``, ``filter`` in `runner.critic_cli`; ``critic-bench`` in
-`runner.critic_bench_cli`)."""
+error line (``critic``, ``filter`` in `runner.cli.critic`; ``critic-bench`` in
+`runner.cli.critic_bench`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from core.llm import ChatModel, Ledger, MissingAPIKeyError, ScriptError, Unknown
 from core.trajectory import RunLayout
 from themis import CRITICS, Critic, critic_options_model, make_critic
 
-from .cli_errors import fail
-from .config import ModelConfig
-from .models import chat_model
+from ..config import ModelConfig
+from ..models import chat_model
+from .errors import fail
 
 __all__ = [
     "BaseUrl",
