@@ -14,7 +14,7 @@ from typing import Literal
 
 from core.trajectory import RunLayout
 
-__all__ = ["RunFolderChoice", "check_run_folder", "open_run_folder"]
+__all__ = ["FolderUse", "RunFolderChoice", "check_run_folder", "open_run_folder"]
 
 #: What to do with the run folder: make it, continue it, or replace it.
 FolderUse = Literal["new", "resume", "overwrite"]

@@ -20,6 +20,8 @@ from aws import InstanceRecord, find_instances, reap
 from aws.ec2 import ec2_client
 from aws.tags import OWNER, ROLLOUT, TASK
 
+from .errors import fail
+
 __all__ = ["app"]
 
 T = TypeVar("T")
@@ -60,8 +62,7 @@ def _aws(call: Callable[[], T]) -> T:
         message = f"EC2 refused the request ({error.get('Code', '?')}): {error.get('Message', '')}; check the credentials' permissions and the region"
     except BotoCoreError as exc:
         message = f"cannot talk to EC2 ({type(exc).__name__}): check the network, the region and --endpoint-url"
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=1)
+    raise fail(message, code=1)
 
 
 def _expires(record: InstanceRecord, now: float) -> str:

@@ -21,10 +21,10 @@ from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError, is_script
 from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import RunLayout, check_name
-from environments.kinds import field_help, get_kind
+from environments.kinds import get_kind
 from environments.tasks import SUITE_DIR, TaskError
 
-from ..bench import LOCAL_LIST, BenchTasks, load_bench_tasks, run_bench
+from ..bench import LOCAL_LIST, BenchRun, BenchTasks, load_bench_tasks, run_bench
 from ..comparability import label_line
 from ..config import RunConfig, load_run_config
 from ..demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo_suite
@@ -39,7 +39,7 @@ from ..guide_ablation import (
 )
 from ..guided import check_guide
 from ..metrics import compute_metrics, format_metrics, write_metrics
-from ..models import build_models
+from ..models import ModelSet, build_models
 from ..module_errors import summarize_errors
 from ..noop_policy import NOOP_NOTE, is_noop, register_noop
 from ..osworld_export import LEFT_OUT_FILE, ExportError, ExportReport, export_osworld
@@ -56,7 +56,19 @@ from ..task_errors import EXIT_TASK_ERRORS, TaskLines, summarize_task_errors
 from ..terminal import SafeConsole
 from .errors import fail
 from .models import check_models
-from .options import ENV_HELP, env_option, environment_overrides, option_overrides
+from .options import (
+    Configs,
+    EnvKind,
+    Image,
+    Network,
+    OutDir,
+    PolicyBaseUrl,
+    Preset,
+    Settle,
+    Url,
+    environment_overrides,
+    option_overrides,
+)
 from .wide import check_wide, missing_key_line, prepare_wide
 
 __all__ = ["app"]
@@ -79,8 +91,43 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
     rollouts, mixture = opts.get("wide__rollouts"), opts.get("wide__mixture")
     if opts.get("strategy") is None and (rollouts or mixture):
         opts["strategy"] = "wide"
+    cfg, bench, unpriced = _prepare([*with_preset(preset, config), option_overrides(opts)], variant, list_file,
+                                    examples, domain=domain, limit=limit)
+    for option, folder in (("--export", export), ("--out", cfg.out_dir)):
+        if folder is not None and folder.exists() and not folder.is_dir():  # before the run, not after
+            raise fail(f"{option} {folder} exists and is not a folder; give a folder")
+    if not bench.tasks:
+        raise fail(f"no runnable task in {list_file}" + (f" for domain {domain!r}" if domain else "")
+                   + ": check --domain, or the skipped tasks' gaps with `python -m environments.tasks`")
+    layout = RunLayout(cfg.out_dir, str(cfg.run_id), durable=cfg.durable)
+    identity = identity_of(cfg.model_dump(mode="json"), tasks=str(list_file.resolve()),
+                           examples=str(examples.resolve()) if examples else None, domain=domain, limit=limit)
+    ledger = Ledger(layout.ledger_path)
+    models = _build_models(cfg, ledger)
+    _header(console, suite, cfg, bench, layout, unpriced)
+    landed = TaskLines(console, len(bench.tasks))
     try:
-        cfg: RunConfig = load_run_config([*with_preset(preset, config), option_overrides(opts)])
+        with run_log(layout.path, verbose=verbose), watching_retries(RetryPrinter(console)):
+            done = run_async(cfg, run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
+                                            concurrency=parallel, on_task=landed))
+    except ResumeMismatch as e:
+        raise fail(str(e)) from None
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow]; run the same command again to resume {layout.path}")
+        raise typer.Exit(code=130) from None
+    except MissingAPIKeyError as e:
+        raise fail(missing_key_line(e)) from None
+    except EnvError as e:
+        raise fail(f"{e} (run again to resume: {layout.path})") from None
+    _report(console, cfg, bench, layout, done, export)
+
+
+def _prepare(layers: list[Any], variant: str | None, list_file: Path, examples: Path | None, *,
+             domain: str | None, limit: int | None) -> tuple[RunConfig, BenchTasks, list[str]]:
+    """The benchmark's configuration and tasks, every setting checked before anything starts
+    (a bad value is one line); also the models without a price (said once)."""
+    try:
+        cfg: RunConfig = load_run_config(layers)
         if variant is not None:
             cfg = apply_variant(cfg, variant)
         if not cfg.run_id:
@@ -104,23 +151,24 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         cfg = with_simulation_label(prepare_wide(cfg))
     except (ConfigError, EnvError, TaskError, KeyError, ValueError) as e:
         raise fail(str(e).strip('"')) from None
-    for option, folder in (("--export", export), ("--out", cfg.out_dir)):
-        if folder is not None and folder.exists() and not folder.is_dir():  # before the run, not after
-            raise fail(f"{option} {folder} exists and is not a folder; give a folder")
-    if not bench.tasks:
-        raise fail(f"no runnable task in {list_file}" + (f" for domain {domain!r}" if domain else "")
-                    + ": check --domain, or the skipped tasks' gaps with `python -m environments.tasks`")
-    layout = RunLayout(cfg.out_dir, str(cfg.run_id), durable=cfg.durable)
-    identity = identity_of(cfg.model_dump(mode="json"), tasks=str(list_file.resolve()),
-                           examples=str(examples.resolve()) if examples else None, domain=domain, limit=limit)
-    ledger = Ledger(layout.ledger_path)
+    return cfg, bench, unpriced
+
+
+def _build_models(cfg: RunConfig, ledger: Ledger) -> ModelSet:
+    """The benchmark's models; a missing key says which variable to set, or how to check the
+    tasks without one."""
     try:
-        models = build_models(cfg, ledger)
+        return build_models(cfg, ledger)
     except MissingAPIKeyError as e:
         raise fail(f"{cfg.policy.model} needs an API key: set {e.variable} (or check the tasks without a key: "
-                    "--model scripted/noop, or `agent-s3 tasks check`)") from None
+                   "--model scripted/noop, or `agent-s3 tasks check`)") from None
     except UnknownProviderError as e:
         raise fail(str(e)) from None
+
+
+def _header(console: Console, suite: str, cfg: RunConfig, bench: BenchTasks, layout: RunLayout,
+            unpriced: list[str]) -> None:
+    """What runs and where: tasks, the ones skipped and why, unpriced models, labels, resuming."""
     console.print(f"[bold]bench[/bold] {suite}: {len(bench.tasks)} tasks, {len(bench.skipped)} skipped "
                   f"(unsupported setup or evaluator), strategy {cfg.strategy}; run folder {layout.path}")
     for task_id, gaps in sorted(bench.skipped.items()):
@@ -133,21 +181,11 @@ def _bench(suite: str, list_file: Path, examples: Path | None, opts: dict[str, A
         console.print(f"[bold]resuming[/bold] run {escape(layout.run_id)}: its finished rollouts are kept, the "
                       "rest run (pass another --run-id for a new run)")
 
-    landed = TaskLines(console, len(bench.tasks))
 
-    try:
-        with run_log(layout.path, verbose=verbose), watching_retries(RetryPrinter(console)):
-            done = run_async(cfg, run_bench(cfg, bench, layout, models, ledger, suite=suite, identity=identity,
-                                            concurrency=parallel, on_task=landed))
-    except ResumeMismatch as e:
-        raise fail(str(e)) from None
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]; run the same command again to resume {layout.path}")
-        raise typer.Exit(code=130) from None
-    except MissingAPIKeyError as e:
-        raise fail(missing_key_line(e)) from None
-    except EnvError as e:
-        raise fail(f"{e} (run again to resume: {layout.path})") from None
+def _report(console: Console, cfg: RunConfig, bench: BenchTasks, layout: RunLayout, done: BenchRun,
+            export: Path | None) -> None:
+    """Metrics, report.html, the export, the labels and the errors; exits 1 when tasks failed to
+    run, else with the task or module error status."""
     if done.resumed:
         console.print(f"[bold]resumed[/bold]: {len(done.kept)} tasks kept from before, {len(done.ran)} run now")
     assert done.metrics is not None
@@ -244,10 +282,6 @@ def _common(**kw: Any) -> dict[str, Any]:
 
 
 _MODEL = Annotated[str | None, Opt("--model", "-m", help="Policy model as provider/model.")]
-_BASE = Annotated[str | None, Opt("--base-url", help="Endpoint of the policy model's server.")]
-_ENV = Annotated[str | None, env_option(help=ENV_HELP)]
-_URL = Annotated[str | None, Opt("--url", help=field_help("url"))]
-_IMAGE = Annotated[str | None, Opt("--image", help=field_help("image"))]
 _ROLL = Annotated[int | None, Opt("--rollouts", min=1, help="N rollouts per task (wide scaling).")]
 _MIX = Annotated[str | None, Opt("--mixture", help="provider/model*count,... (wide scaling).")]
 _JUDGE = Annotated[str | None, Opt("--judge", help=JUDGES.help("Wide scaling: ", extra=("none",)))]
@@ -256,16 +290,11 @@ _JB = Annotated[str | None, Opt("--judge-base-url", help="Endpoint of the judge 
 _STRAT = Annotated[str | None, Opt("--strategy", help=STRATEGIES.help("How each task is run: "))]
 _DOMAIN = Annotated[str | None, Opt("--domain", help="Only this domain of the task list.")]
 _LIMIT = Annotated[int | None, Opt("--limit", min=1, help="At most this many runnable tasks.")]
-_OUT = Annotated[Path | None, Opt("--out", help="Folder for run folders (default runs/).")]
 _RID = Annotated[str | None, Opt("--run-id", help="Run folder name; the same name again resumes the run.")]
 _STEPS = Annotated[int | None, Opt("--max-steps", help="Step budget of a rollout.")]
-_SETTLE = Annotated[float | None, Opt("--settle", help="Seconds to wait after each action.")]
 _SEED = Annotated[int | None, Opt("--seed", help="Base seed of the rollouts (default: drawn, kept on resume).")]
 _PAR = Annotated[int, Opt("--parallel", min=1, help="Tasks run at once.")]
-_NET = Annotated[str | None, Opt("--network", help=field_help("network"))]
 _EXPORT = Annotated[Path | None, Opt("--export", help="Also write the selected rollouts in OSWorld's results layout here.")]
-_CFG = Annotated[list[str] | None, Opt("-c", "--config", help="A run YAML file or a key=value override; repeatable.")]
-_PRESET = Annotated[str | None, Opt("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read before any -c.")]
 _VERBOSE = Annotated[bool, Opt("--verbose", "-v", help="Also show OSWorld's own log lines (desktop-env's loggers and "
                                  "prints) on the terminal; they always go to the run folder's run.log.")]
 _GUIDES = Annotated[str | None, Opt("--guides", help="Compare step guides on the same seeds, e.g. "
@@ -276,12 +305,12 @@ _GUIDES = Annotated[str | None, Opt("--guides", help="Compare step guides on the
 def bench_osworld(
     tasks: Annotated[Path, Opt("--tasks", help="OSWorld task list, e.g. evaluation_examples/test_nogdrive.json.")],
     examples: Annotated[Path | None, Opt("--examples", help="The examples folder (default: examples beside the list).")] = None,
-    model: _MODEL = None, base_url: _BASE = None, env: _ENV = None, url: _URL = None, image: _IMAGE = None,
+    model: _MODEL = None, base_url: PolicyBaseUrl = None, env: EnvKind = None, url: Url = None, image: Image = None,
     rollouts: _ROLL = None,
     mixture: _MIX = None, judge: _JUDGE = None, judge_model: _JM = None, judge_base_url: _JB = None,
-    strategy: _STRAT = None, domain: _DOMAIN = None, limit: _LIMIT = None, out: _OUT = None, run_id: _RID = None,
-    max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
-    export: _EXPORT = None, config: _CFG = None, preset: _PRESET = None, guides: _GUIDES = None, network: _NET = None,
+    strategy: _STRAT = None, domain: _DOMAIN = None, limit: _LIMIT = None, out: OutDir = None, run_id: _RID = None,
+    max_steps: _STEPS = None, settle: Settle = None, seed: _SEED = None, parallel: _PAR = 1,
+    export: _EXPORT = None, config: Configs = None, preset: Preset = None, guides: _GUIDES = None, network: Network = None,
     verbose: _VERBOSE = False,
 ) -> None:
     """Run an OSWorld task list (unsupported tasks are skipped and named)."""
@@ -295,13 +324,13 @@ def bench_osworld(
 
 @app.command("local")
 def bench_local(
-    model: _MODEL = None, base_url: _BASE = None, rollouts: _ROLL = None, mixture: _MIX = None,
+    model: _MODEL = None, base_url: PolicyBaseUrl = None, rollouts: _ROLL = None, mixture: _MIX = None,
     judge: _JUDGE = None, judge_model: _JM = None, judge_base_url: _JB = None, strategy: _STRAT = None,
-    domain: _DOMAIN = None, limit: _LIMIT = None, out: _OUT = None, run_id: _RID = None,
-    max_steps: _STEPS = None, settle: _SETTLE = None, seed: _SEED = None, parallel: _PAR = 1,
-    export: _EXPORT = None, config: _CFG = None, preset: _PRESET = None, guides: _GUIDES = None,
+    domain: _DOMAIN = None, limit: _LIMIT = None, out: OutDir = None, run_id: _RID = None,
+    max_steps: _STEPS = None, settle: Settle = None, seed: _SEED = None, parallel: _PAR = 1,
+    export: _EXPORT = None, config: Configs = None, preset: Preset = None, guides: _GUIDES = None,
     task_ids: Annotated[list[str] | None, Opt("--task", help="Only these suite tasks (repeatable).")] = None,
-    network: _NET = None, env: _ENV = None, image: _IMAGE = None, verbose: _VERBOSE = False,
+    network: Network = None, env: EnvKind = None, image: Image = None, verbose: _VERBOSE = False,
 ) -> None:
     """Run the local suite (on desktops of this machine unless --env says otherwise)."""
     opts = _common(model=model, base_url=base_url, env=env, image=image, out=out, run_id=run_id,

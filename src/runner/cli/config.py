@@ -18,6 +18,8 @@ from core.protocols import EnvError
 
 from ..config_doc import configuration_page
 from ..config_show import attribute, layers_of, shown_fields
+from .errors import fail
+from .options import Configs, Preset
 
 __all__ = ["config_app"]
 
@@ -28,8 +30,7 @@ config_app = typer.Typer(help="The run configuration: every field resolved, with
 @config_app.command("show")
 def show(
     sections: Annotated[list[str] | None, typer.Argument(help="Only fields under these dotted paths, e.g. guide or rollout.max_steps.")] = None,
-    config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable, later wins.")] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read before any -c.")] = None,
+    config: Configs = None, preset: Preset = None,
     changed: Annotated[bool, typer.Option("--changed", help="Only fields that are not at their default.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="A JSON list of {path, value, source, doc} instead.")] = False,
 ) -> None:
@@ -37,12 +38,10 @@ def show(
     try:
         rows = shown_fields(attribute(layers_of(config or [], preset)))
     except (ConfigError, EnvError, KeyError, ValueError) as e:
-        typer.echo(f"error: {str(e).strip(chr(34))}", err=True)
-        raise typer.Exit(code=2) from None
+        raise fail(str(e).strip('"')) from None
     for section in sections or []:
         if not any(r.path == section or r.path.startswith(section + ".") for r in rows):
-            typer.echo(f"error: no field {section!r} in the run configuration (see docs/configuration.md)", err=True)
-            raise typer.Exit(code=2)
+            raise fail(f"no field {section!r} in the run configuration (see docs/configuration.md)")
     if sections:
         rows = [r for r in rows if any(r.path == s or r.path.startswith(s + ".") for s in sections)]
     if changed:

@@ -41,11 +41,11 @@ from .critic_options import (
     OptionList,
     OptionsFile,
     critic_options,
-    fail,
     layout_of,
     make_critic_for,
     run_model,
 )
+from .errors import fail
 
 __all__ = ["agreement", "critic_rows", "register"]
 

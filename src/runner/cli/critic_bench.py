@@ -44,10 +44,10 @@ from .critic_options import (
     OptionList,
     OptionsFile,
     critic_options,
-    fail,
     layout_of,
     make_critic_for,
 )
+from .errors import fail
 
 __all__ = ["critic_bench"]
 
@@ -92,29 +92,13 @@ def critic_bench(
 
     Scores each --critic (run on the labelled rollouts) and each --predictions file: id -> 0/1
     verdicts, AgentRewardBench's released results.json, or a folder of its judgments."""
-    if errors not in ("exclude", "reject"):
-        raise fail(f"--errors {errors!r}: use exclude or reject")
-    if undefined not in ("dash", "skip", "zero"):
-        raise fail(f"--undefined {undefined!r}: use dash, skip or zero")
-    if rounding not in ROUNDINGS:
-        raise fail(f"--rounding {rounding!r}: use {' or '.join(ROUNDINGS)}")
-    fields = [f.strip() for f in by.split(",") if f.strip()]
-    if not fields:
-        raise fail("--by needs at least one label field, e.g. --by platform")
-    rules = {"on_error": errors, "skip_missing": skip_missing, "by": fields, "undefined": undefined,
-             "rounding": rounding}
+    rules = _rules(errors, undefined, rounding, by, skip_missing=skip_missing)
     entries = _labels(labels, labels_from, write, fmt, only)
     if not names and not predictions:
         if write is not None:
             return  # only asked to write labels
         raise fail("name a critic with --critic or a verdicts file with --predictions")
-    results: list[BenchResult] = []
-    try:
-        sources = _prediction_sources(predictions or [], entries)
-        for name, verdicts, failed in sources:
-            results.append(score_predictions(name, entries, verdicts, errors=failed, **rules))  # type: ignore[arg-type]
-    except (OSError, ValueError) as e:
-        raise fail(str(e)) from None
+    results = _score_predictions(predictions or [], entries, rules)
     if names:
         if model is None:
             raise fail("name the critics' model with --model provider/model")
@@ -128,6 +112,34 @@ def critic_bench(
     if json_out is not None:
         write_text_atomic(json_out, json.dumps(results_json(results), indent=2) + "\n")
         typer.echo(f"results written to {json_out}")
+
+
+def _rules(errors: str, undefined: str, rounding: str, by: str, *, skip_missing: bool) -> dict[str, Any]:
+    """How verdicts are scored (``--errors``, ``--undefined``, ``--rounding``, ``--by``,
+    ``--skip-missing``), each value checked: a bad one is one line."""
+    if errors not in ("exclude", "reject"):
+        raise fail(f"--errors {errors!r}: use exclude or reject")
+    if undefined not in ("dash", "skip", "zero"):
+        raise fail(f"--undefined {undefined!r}: use dash, skip or zero")
+    if rounding not in ROUNDINGS:
+        raise fail(f"--rounding {rounding!r}: use {' or '.join(ROUNDINGS)}")
+    fields = [f.strip() for f in by.split(",") if f.strip()]
+    if not fields:
+        raise fail("--by needs at least one label field, e.g. --by platform")
+    return {"on_error": errors, "skip_missing": skip_missing, "by": fields, "undefined": undefined,
+            "rounding": rounding}
+
+
+def _score_predictions(predictions: list[Path], entries: list[LabelEntry], rules: dict[str, Any]) -> list[BenchResult]:
+    """Each ``--predictions`` source scored against the labels; an unreadable one is one line."""
+    results: list[BenchResult] = []
+    try:
+        sources = _prediction_sources(predictions, entries)
+        for name, verdicts, failed in sources:
+            results.append(score_predictions(name, entries, verdicts, errors=failed, **rules))  # type: ignore[arg-type]
+    except (OSError, ValueError) as e:
+        raise fail(str(e)) from None
+    return results
 
 
 def _prediction_sources(paths: list[Path], entries: list[LabelEntry]

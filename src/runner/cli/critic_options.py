@@ -1,6 +1,6 @@
-"""What the critic commands share: their options, the critic's model and its options, one
-error line (``critic``, ``filter`` in `runner.cli.critic`; ``critic-bench`` in
-`runner.cli.critic_bench`)."""
+"""What the critic commands share: their options, the critic's model and its options
+(``critic``, ``filter`` in `runner.cli.critic`; ``critic-bench`` in `runner.cli.critic_bench`);
+errors go the one way every command's do (`runner.cli.errors.fail`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ __all__ = [
     "OptionList",
     "OptionsFile",
     "critic_options",
-    "fail",
     "layout_of",
     "make_critic_for",
     "run_model",

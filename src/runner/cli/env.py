@@ -26,7 +26,7 @@ from core.config import ConfigError
 from core.protocols import EnvError
 from environments.capacity import desktops_that_fit, machine_room
 from environments.hosting import hosted_dir, hosted_records, stop_hosted
-from environments.kinds import describe_kinds, field_help
+from environments.kinds import describe_kinds
 from environments.local import DesktopInfo, default_base_dir
 from environments.local.host import HostRecord, host_records, hosts_dir, request_stop
 from environments.local.kind import LocalSettings
@@ -38,7 +38,7 @@ from environments.local.watchdog import reap_pool
 
 from ..config import load_run_config
 from .errors import fail
-from .options import env_option
+from .options import Image, env_option
 
 __all__ = ["app"]
 
@@ -85,7 +85,7 @@ def up(
                                                        "a kind's own boot timeout with --env).")] = None,
     env: Annotated[str | None, env_option(help="Keep environments of this kind running instead of local "
                                                "desktops: " + describe_kinds() + ".")] = None,
-    image: Annotated[str | None, typer.Option("--image", help=field_help("image"))] = None,
+    image: Image = None,
     config: Annotated[list[str] | None, typer.Option("-c", "--config", help="environment.KEY=VALUE settings of --env's kind.")] = None,
 ) -> None:
     """Start N desktops (or N environments of --env's kind) that keep running after this command returns."""
@@ -98,9 +98,8 @@ def up(
     budget = LocalSettings()
     fit = desktops_that_fit(machine_room(), memory_mib=budget.desktop_memory_mib, per_core=budget.desktops_per_core)
     if fit < n:  # desktops asked for by count, not for rollouts that could queue
-        typer.echo(f"error: {n} desktops do not fit on this machine now (memory and cores): "
-                   f"start at most {fit} with -n {fit}", err=True)
-        raise typer.Exit(code=2)
+        raise fail(f"{n} desktops do not fit on this machine now (memory and cores): "
+                   f"start at most {fit} with -n {fit}")
     base = _base(base_dir)
     folder = hosts_dir(base)
     folder.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,8 @@ from ..mixture import MixtureError, parse_mixture
 from ..models import chat_model
 from ..terminal import SafeConsole
 from ..wide_config import JudgeModelConfig
+from .errors import fail
+from .options import Configs
 
 __all__ = ["ModelUse", "check_models", "models_app", "ping_messages", "planned_uses"]
 
@@ -236,7 +238,7 @@ def _given(model: str | None, mixture: str | None, guide: str | None, guide_mode
 
 @models_app.command("check")
 def check_command(
-    config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable.")] = None,
+    config: Configs = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Policy model as provider/model.")] = None,
     mixture: Annotated[str | None, typer.Option("--mixture", help="Wide scaling: provider/model*count,...")] = None,
     guide: Annotated[str | None, typer.Option("--guide", help=GUIDES.help("Step guide: "))] = None,
@@ -255,8 +257,7 @@ def check_command(
         set_overrides(cfg.models)
         uses = planned_uses(cfg)
     except (ConfigError, ProfileError, MixtureError, ValueError) as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}")
-        raise typer.Exit(code=2) from None
+        raise fail(str(e)) from None
     prices = PriceTable(cfg.prices)
     failed = False
     pings: dict[tuple[str, str | None, str, str, bool, str], str] = {}

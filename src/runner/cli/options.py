@@ -14,13 +14,32 @@ setting the chosen kind does not have is refused by the configuration's validati
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from environments.kinds import describe_kinds, kind_names
+from environments.kinds import describe_kinds, field_help, kind_names
 
-__all__ = ["ENV_HELP", "env_option", "environment_overrides", "option_overrides", "parse_kind"]
+__all__ = [
+    "ENV_HELP",
+    "AdbHost",
+    "AdbPort",
+    "Configs",
+    "EnvKind",
+    "Image",
+    "Network",
+    "OutDir",
+    "PolicyBaseUrl",
+    "Preset",
+    "Settle",
+    "Token",
+    "Url",
+    "env_option",
+    "environment_overrides",
+    "option_overrides",
+    "parse_kind",
+]
 
 ENV_HELP = f"Where the rollouts run: {describe_kinds()}."
 
@@ -36,6 +55,23 @@ def parse_kind(value: str) -> str:
 def env_option(help: str = ENV_HELP) -> Any:
     """The ``--env`` option (a registered kind's name)."""
     return typer.Option("--env", help=help, parser=parse_kind, metavar="KIND")
+
+
+# The options several commands share, declared once (``name: Url = None`` in a command).
+EnvKind = Annotated[str | None, env_option(help=ENV_HELP)]
+Url = Annotated[str | None, typer.Option("--url", help=field_help("url"))]
+Token = Annotated[str | None, typer.Option("--token", help=field_help("token"))]
+Image = Annotated[str | None, typer.Option("--image", help=field_help("image"))]
+Network = Annotated[str | None, typer.Option("--network", help=field_help("network"))]
+AdbHost = Annotated[str | None, typer.Option("--adb-host", help=field_help("adb_host"))]
+AdbPort = Annotated[int | None, typer.Option("--adb-port", min=1, max=65535, help=field_help("adb_port"))]
+PolicyBaseUrl = Annotated[str | None, typer.Option("--base-url", help="Endpoint of the policy model's server.")]
+Configs = Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; "
+                                                   "repeatable, later wins.")]
+Preset = Annotated[str | None, typer.Option("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read "
+                                            "before any -c.")]
+OutDir = Annotated[Path | None, typer.Option("--out", help="Folder for run folders (default runs/).")]
+Settle = Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")]
 
 
 def environment_overrides(**given: Any) -> dict[str, Any]:

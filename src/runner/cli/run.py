@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,7 +24,7 @@ from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError, is_script
 from core.llm.notices import watching_retries
 from core.protocols import EnvError
 from core.trajectory import WORLD_FAILURES, RunLayout, Task, check_name
-from environments.kinds import field_help, get_kind
+from environments.kinds import get_kind
 from gprm import GUIDES
 from themis import CRITICS
 
@@ -43,7 +42,7 @@ from ..pricing import check_prices, unpriced_line
 from ..progress import RetryPrinter, StepPrinter
 from ..resume import task_finished
 from ..retry import RetryUntilSuccess, check_critic
-from ..run_folder import check_run_folder, open_run_folder
+from ..run_folder import FolderUse, check_run_folder, open_run_folder
 from ..run_log import official_output_to_log, run_log
 from ..running import run_async, with_simulation_label
 from ..strategies import STRATEGIES
@@ -51,9 +50,25 @@ from ..strategy import RolloutOutcome, Strategy, TaskRun
 from ..task_errors import summarize_task_errors
 from ..tasks import check_task_platform, resolve_task
 from ..terminal import SafeConsole
+from ..wide import WideScaling
 from .errors import fail
 from .models import check_models
-from .options import ENV_HELP, env_option, environment_overrides, option_overrides
+from .options import (
+    AdbHost,
+    AdbPort,
+    Configs,
+    EnvKind,
+    Image,
+    Network,
+    OutDir,
+    PolicyBaseUrl,
+    Preset,
+    Settle,
+    Token,
+    Url,
+    environment_overrides,
+    option_overrides,
+)
 from .wide import check_wide, missing_key_line, prepare_wide, run_wide, summarize
 
 __all__ = ["run"]
@@ -66,20 +81,12 @@ def _new_run_id() -> str:
 def run(
     task: Annotated[str, typer.Option("--task", "-t", help="A task.json file, a local-suite task id, or a quoted instruction.")],
     model: Annotated[str | None, typer.Option("--model", "-m", help="Policy model as provider/model (scripted/demo: the scripted demo policy).")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint of the policy model's server.")] = None,
-    env: Annotated[str | None, env_option(help=ENV_HELP)] = None,
-    url: Annotated[str | None, typer.Option("--url", help=field_help("url"))] = None,
-    token: Annotated[str | None, typer.Option("--token", help=field_help("token"))] = None,
-    image: Annotated[str | None, typer.Option("--image", help=field_help("image"))] = None,
-    adb_host: Annotated[str | None, typer.Option("--adb-host", help=field_help("adb_host"))] = None,
-    adb_port: Annotated[int | None, typer.Option("--adb-port", min=1, max=65535, help=field_help("adb_port"))] = None,
-    config: Annotated[list[str] | None, typer.Option("-c", "--config", help="A run YAML file or a key=value override; repeatable, later wins.")] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help="A preset of presets/ by name (e.g. s3-osworld), read before any -c.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for run folders (default runs/).")] = None,
+    base_url: PolicyBaseUrl = None, env: EnvKind = None, url: Url = None, token: Token = None,
+    image: Image = None, adb_host: AdbHost = None, adb_port: AdbPort = None, config: Configs = None,
+    preset: Preset = None, out: OutDir = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Name of the run folder (default: the time).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Step budget of the rollout.")] = None,
-    settle: Annotated[float | None, typer.Option("--settle", help="Seconds to wait after each action.")] = None,
-    network: Annotated[str | None, typer.Option("--network", help=field_help("network"))] = None,
+    settle: Settle = None, network: Network = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help=STRATEGIES.help("How the task is run: "))] = None,
     attempts: Annotated[int | None, typer.Option("--attempts", min=1, help="With --strategy retry: rollouts at most.")] = None,
     critic: Annotated[str | None, typer.Option("--critic", help=CRITICS.help("With --strategy retry: "))] = None,
@@ -115,8 +122,30 @@ def run(
         branch__at=branch_at, branch__branches=branches,
         executor__kind=executor or ("ray" if ray_address else None), executor__ray_address=ray_address,
     )  # fmt: skip
+    cfg, the_task, layout, use, unpriced = _prepare(task, [*with_preset(preset, config), given],
+                                                    resume=resume, overwrite=overwrite)
+    resumed = use == "resume"
+    if resumed and task_finished(layout, the_task, rollouts_per_task(cfg)):
+        console.print(f"[bold]resumed[/bold] {escape(the_task.id)} had already finished: nothing to run. "
+                      f"Files: {layout.path} (agent-s3 report {layout.path} rewrites report.html)")
+        return
+    ledger, models = _open_run(cfg, layout, use)
+    _header(console, cfg, the_task, layout, unpriced=unpriced, resumed=resumed)
+    if cfg.strategy in ("wide", "branch"):
+        wide = _run_wide_task(console, cfg, the_task, layout, models, ledger, resume=resumed, verbose=verbose)
+        summarize(console, cfg, the_task, wide, layout)
+    else:
+        outcome = _run_one_task(console, cfg, the_task, layout, models, ledger, resume=resumed, verbose=verbose)
+        _report(console, cfg, the_task, outcome, ledger, layout)
+    _exit_on_errors(console, cfg, layout)
+
+
+def _prepare(task: str, layers: list[Any], *, resume: bool,
+             overwrite: bool) -> tuple[RunConfig, Task, RunLayout, FolderUse, list[str]]:
+    """The run's configuration, task and folder, every setting checked before anything starts:
+    a bad value, task or folder is one line. Also the models without a price (said once)."""
     try:
-        cfg = load_run_config([*with_preset(preset, config), given])
+        cfg = load_run_config(layers)
         the_task = resolve_task(task, platform=get_kind(cfg.environment.kind).platform)
         check_task_platform(cfg.environment.kind, the_task)
         if cfg.policy.model == DEMO_MODEL:
@@ -137,13 +166,15 @@ def run(
         unpriced = check_prices(cfg)
         layout = RunLayout(cfg.out_dir, rid, durable=cfg.durable)
         use = check_run_folder(layout, the_task.id, cfg.strategy, resume=resume, overwrite=overwrite)
-        resumed = use == "resume"
     except (ConfigError, EnvError, KeyError, ValueError) as e:
         raise fail(str(e).strip('"')) from None
-    if resumed and task_finished(layout, the_task, rollouts_per_task(cfg)):
-        console.print(f"[bold]resumed[/bold] {escape(the_task.id)} had already finished: nothing to run. "
-                      f"Files: {layout.path} (agent-s3 report {layout.path} rewrites report.html)")
-        return
+    return cfg, the_task, layout, use, unpriced
+
+
+def _open_run(cfg: RunConfig, layout: RunLayout, use: FolderUse) -> tuple[Ledger, ModelSet]:
+    """The run folder, its ledger and the run's models; the folder is made only once the models
+    are (a missing key leaves nothing behind), an overwritten one is emptied before its ledger
+    is read. A missing key says which variable to set, or how to run without one."""
     if use == "overwrite":  # before the ledger reads the old run's calls
         open_run_folder(layout, use)
     ledger = Ledger(layout.ledger_path)
@@ -159,35 +190,35 @@ def run(
         raise fail(str(e)) from None
     if use != "overwrite":  # made only once the run is sure to start
         open_run_folder(layout, use)
-    _header(console, cfg, the_task, layout)
-    if unpriced:
-        console.print(f"[bold yellow]warning[/bold yellow] {escape(unpriced_line(unpriced))}")
-    if resumed:
-        console.print(f"[bold]resumed[/bold] keeping the rollouts run {escape(rid)} finished; running the rest")
-    if cfg.strategy in ("wide", "branch"):
-        try:
-            with run_log(layout.path, verbose=verbose):
-                wide = run_async(cfg, run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))
-        except KeyboardInterrupt:
-            console.print(f"[yellow]interrupted[/yellow]; the desktops were stopped. Files so far: {layout.path}")
-            raise typer.Exit(code=130) from None
-        except MissingAPIKeyError as e:
-            raise fail(missing_key_line(e)) from None
-        except EnvError as e:
-            raise fail(f"{e} (run folder: {layout.path})") from None
-        summarize(console, cfg, the_task, wide, layout)
-        _exit_on_errors(console, cfg, layout)
-        return
+    return ledger, models
+
+
+def _run_wide_task(console: Console, cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet,
+                   ledger: Ledger, *, resume: bool, verbose: bool) -> WideScaling:
+    """The task under the wide (or branch) strategy; Ctrl-C stops the desktops (exit 130)."""
     try:
         with run_log(layout.path, verbose=verbose):
-            outcome = run_async(cfg, _run(cfg, the_task, layout, models, ledger, console, resume=resumed))
+            return run_async(cfg, run_wide(cfg, task, layout, models, ledger, console, resume=resume))
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/yellow]; the desktops were stopped. Files so far: {layout.path}")
+        raise typer.Exit(code=130) from None
+    except MissingAPIKeyError as e:
+        raise fail(missing_key_line(e)) from None
+    except EnvError as e:
+        raise fail(f"{e} (run folder: {layout.path})") from None
+
+
+def _run_one_task(console: Console, cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet,
+                  ledger: Ledger, *, resume: bool, verbose: bool) -> RolloutOutcome:
+    """The task under a one-rollout-at-a-time strategy; Ctrl-C stops the desktop (exit 130)."""
+    try:
+        with run_log(layout.path, verbose=verbose):
+            return run_async(cfg, _run(cfg, task, layout, models, ledger, console, resume=resume))
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/yellow]; the desktop was stopped. Files so far: {layout.path}")
         raise typer.Exit(code=130) from None
     except EnvError as e:
         raise fail(f"{e} (run folder: {layout.path})") from None
-    _report(console, cfg, the_task, outcome, ledger, layout)
-    _exit_on_errors(console, cfg, layout)
 
 
 def _exit_on_errors(console: Console, cfg: RunConfig, layout: RunLayout) -> None:
@@ -227,7 +258,9 @@ async def _run(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, 
         await models.aclose()
 
 
-def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> None:
+def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout, *, unpriced: list[str],
+            resumed: bool) -> None:
+    """What runs, on what, where its files go; models without a price; what a resume keeps."""
     console.print(f"[bold]task[/bold] {escape(task.id)}: {escape(task.instruction)}")
     console.print(f"[bold]model[/bold] {escape(cfg.policy.model)} on {escape(cfg.environment.where())}")
     if is_scripted(cfg.policy.model):
@@ -235,6 +268,10 @@ def _header(console: Console, cfg: RunConfig, task: Task, layout: RunLayout) -> 
     if cfg.label and "SIMULATED" in cfg.label:
         console.print(f"[bold yellow]SIMULATED[/bold yellow] {escape(cfg.label)}")
     console.print(f"[bold]run folder[/bold] {layout.path}")
+    if unpriced:
+        console.print(f"[bold yellow]warning[/bold yellow] {escape(unpriced_line(unpriced))}")
+    if resumed:
+        console.print(f"[bold]resumed[/bold] keeping the rollouts run {escape(layout.run_id)} finished; running the rest")
 
 
 def _report(console: Console, cfg: RunConfig, task: Task, outcome: RolloutOutcome, ledger: Ledger,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,14 +18,14 @@ import typer
 from bjudge import JUDGES, JudgeConfig, NarrativeConfig
 from core import clock
 from core.atomic import write_json_atomic
-from core.llm import Ledger, MissingAPIKeyError, UnknownProviderError
+from core.llm import CallRecord, ChatModel, Ledger, MissingAPIKeyError, UnknownProviderError
 from core.trajectory import RunLayout
 
 from ..demo_judge import DEMO_JUDGE_MODEL, register_demo_judge
 from ..model_config import ModelConfig
 from ..models import chat_model
 from ..running import run_clock
-from ..sweep import SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
+from ..sweep import MixtureSpec, SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
 from .errors import fail
 
 __all__ = ["plot_sweep", "sweep_command", "write_tables"]
@@ -121,23 +122,8 @@ def sweep_command(
 ) -> None:
     """Blind selection, minimum + gain, mean rollout and pass@N per mixture and N, by
     subsampling finished rollouts."""
-    layouts = []
-    for d in run_dirs:
-        d = d.expanduser().resolve()
-        if not d.is_dir():
-            raise fail(f"{d} is not a run folder: pass folders `agent-s3 bench` wrote")
-        layouts.append(RunLayout(d.parent, d.name))
-    try:
-        JUDGES.validate(judge)
-    except ValueError as e:
-        raise fail(str(e)) from None
-    try:
-        specs = parse_mixtures(mixtures)
-        ns = [int(x) for x in n.split(",") if x.strip()] if n else None
-    except (SweepError, ValueError) as e:
-        raise fail(f"{e}" if isinstance(e, SweepError) else f"--n takes numbers like 1,2,4,8 ({e})") from None
-    if ns is not None and any(x < 1 for x in ns):
-        raise fail("--n values must be at least 1")
+    layouts = _layouts(run_dirs)
+    specs, ns = _points(judge, mixtures, n)
     recorded, _, judging = _recorded(layouts[0])
     name = model or recorded.get("model")
     if not name:
@@ -149,12 +135,7 @@ def sweep_command(
     folder.mkdir(parents=True, exist_ok=True)
     ledger = Ledger(folder / "ledger.jsonl")
     before = len(ledger)
-    try:
-        chat = chat_model(ModelConfig.named(str(name), url), ledger).with_tags(sweep="1")
-    except MissingAPIKeyError as e:
-        raise fail(f"the judge model needs an API key: set {e.variable}") from None
-    except UnknownProviderError as e:
-        raise fail(str(e)) from None
+    chat = _judge_model(str(name), url, ledger)
 
     async def go() -> list[SweepPoint]:
         try:
@@ -168,13 +149,55 @@ def sweep_command(
         points = clock.run(go(), run_clock(layouts[0]))  # a simulated run's judge takes simulated time
     except SweepError as e:
         raise fail(str(e)) from None
+    _print_and_write(points, layouts, folder, ledger.records[before:])
+
+
+def _layouts(run_dirs: list[Path]) -> list[RunLayout]:
+    """The run folders, each one that is not a folder refused in one line."""
+    layouts = []
+    for d in run_dirs:
+        d = d.expanduser().resolve()
+        if not d.is_dir():
+            raise fail(f"{d} is not a run folder: pass folders `agent-s3 bench` wrote")
+        layouts.append(RunLayout(d.parent, d.name))
+    return layouts
+
+
+def _points(judge: str, mixtures: str, n: str | None) -> tuple[list[MixtureSpec], list[int] | None]:
+    """The mixtures and the values of N to sweep (None: each mixture's total), the judge checked."""
+    try:
+        JUDGES.validate(judge)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    try:
+        specs = parse_mixtures(mixtures)
+        ns = [int(x) for x in n.split(",") if x.strip()] if n else None
+    except (SweepError, ValueError) as e:
+        raise fail(f"{e}" if isinstance(e, SweepError) else f"--n takes numbers like 1,2,4,8 ({e})") from None
+    if ns is not None and any(x < 1 for x in ns):
+        raise fail("--n values must be at least 1")
+    return specs, ns
+
+
+def _judge_model(name: str, url: str | None, ledger: Ledger) -> ChatModel:
+    """The judge's model, its calls tagged as the sweep's; a missing key is one line."""
+    try:
+        return chat_model(ModelConfig.named(name, url), ledger).with_tags(sweep="1")
+    except MissingAPIKeyError as e:
+        raise fail(f"the judge model needs an API key: set {e.variable}") from None
+    except UnknownProviderError as e:
+        raise fail(str(e)) from None
+
+
+def _print_and_write(points: list[SweepPoint], layouts: list[RunLayout], folder: Path,
+                     new: Sequence[CallRecord]) -> None:
+    """The table, the rollouts left out, the files written and what the new calls cost."""
     typer.echo(_table(points))
     errored = errored_rollouts(layouts)
     if errored:
         typer.echo(f"left out: {errored} rollouts whose task setup or scorer failed (errors, not scores)")
     json_path, csv_path = write_tables(points, folder)
     png = plot_sweep(points, folder / "sweep.png")
-    new = ledger.records[before:]
     calls = {m: sum(r.module == m for r in new) for m in ("narrative", "judge")}
     typer.echo(f"model calls: {calls['narrative']} narrative, {calls['judge']} judge, ${sum(r.dollars for r in new):.4f}")
     typer.echo(f"written: {json_path}, {csv_path}, {png}")

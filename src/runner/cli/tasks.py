@@ -23,7 +23,7 @@ from core.atomic import write_json_atomic
 from core.config import ConfigError
 from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
-from environments.kinds import describe_kinds, field_help
+from environments.kinds import describe_kinds
 from environments.tasks import (
     OSWorldTask,
     TaskFileError,
@@ -39,11 +39,11 @@ from ..comparability import label_fields, label_line, record_environment
 from ..config import RunConfig, load_run_config
 from ..executors import check_executor, open_environments
 from ..run_log import run_log
-from ..task_check import TaskCheck, check_tasks, summarize_checks
+from ..task_check import CheckSummary, TaskCheck, check_tasks, summarize_checks
 from ..task_errors import EXIT_TASK_ERRORS
 from ..terminal import SafeConsole
 from .errors import fail
-from .options import env_option, environment_overrides, option_overrides
+from .options import Image, Network, OutDir, Token, Url, env_option, environment_overrides, option_overrides
 
 __all__ = ["CHECK_FILE", "app"]
 
@@ -99,16 +99,13 @@ def check_command(
     examples: Annotated[Path | None, typer.Option("--examples", help="With a task list: the examples folder "
                                                   "(default: examples beside the list).")] = None,
     env: Annotated[str | None, env_option(help=f"Where the tasks are checked: {describe_kinds()}.")] = None,
-    url: Annotated[str | None, typer.Option("--url", help=field_help("url"))] = None,
-    token: Annotated[str | None, typer.Option("--token", help=field_help("token"))] = None,
-    image: Annotated[str | None, typer.Option("--image", help=field_help("image"))] = None,
-    network: Annotated[str | None, typer.Option("--network", help=field_help("network"))] = None,
+    url: Url = None, token: Token = None, image: Image = None, network: Network = None,
     domain: Annotated[str | None, typer.Option("--domain", help="Only this domain.")] = None,
     task_ids: Annotated[list[str] | None, typer.Option("--task", help="Only these task ids (repeatable).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many tasks.")] = None,
     parallel: Annotated[int, typer.Option("--parallel", min=1, help="Tasks checked at once (local desktops are "
                                           "capped to what the machine has room for).")] = 1,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for run folders (default runs/).")] = None,
+    out: OutDir = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Name of the check's folder (default: "
                                                "check-<time>).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON on stdout (progress goes to "
@@ -122,24 +119,10 @@ def check_command(
     errors here (setup or scorer failed), and which score 1 for doing nothing (flagged)."""
     console = SafeConsole(highlight=False, stderr=as_json)
     rid = run_id or f"check-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-    try:
-        cfg: RunConfig = load_run_config([*(config or []), option_overrides(
-            **environment_overrides(kind=env, url=url, token=token, image=image, network=network),
-            out_dir=str(out) if out else None, run_id=rid)])
-        check_name("run id", rid)
-        cfg.environment.check()
-        check_executor(cfg)
-        loaded = load_checked(source.expanduser(), examples)
-    except (ConfigError, EnvError, KeyError, ValueError) as e:
-        raise fail(str(e).strip('"')) from None
-    if cfg.out_dir.exists() and not cfg.out_dir.is_dir():  # a device or a file: refused, never replaced
-        raise fail(f"--out {cfg.out_dir} exists and is not a folder; give a folder")
-    chosen = [(t, d) for t, d in loaded if (domain is None or d == domain) and (not task_ids or t.id in task_ids)]
-    if task_ids and (unknown := sorted(set(task_ids) - {t.id for t, _ in loaded})):
-        raise fail(f"no such task in {source}: {', '.join(unknown)}")
-    chosen = chosen[:limit] if limit else chosen
-    if not chosen:
-        raise fail(f"no task to check in {source}" + (f" for domain {domain!r}" if domain else ""))
+    given = option_overrides(**environment_overrides(kind=env, url=url, token=token, image=image, network=network),
+                             out_dir=str(out) if out else None, run_id=rid)
+    cfg, loaded = _settings([*(config or []), given], rid, source, examples)
+    chosen = _choose(loaded, source, domain, task_ids, limit)
     skipped = [TaskCheck(t.id, d, "skipped", reason="cannot run anywhere: " + ", ".join(gaps))
                for t, d in chosen if (gaps := task_gaps(t))]
     runnable: list[tuple[Task, str]] = [(to_core_task(t), d) for t, d in chosen if not task_gaps(t)]
@@ -150,24 +133,66 @@ def check_command(
     for check in skipped:
         console.print(_row(check))
     started = time.perf_counter()
-
-    async def landed(check: TaskCheck) -> None:
-        console.print(_row(check))
-
-    try:
-        with run_log(layout.path, verbose=verbose):
-            checks = asyncio.run(_check(cfg, layout, runnable, parallel, landed))
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/yellow]; the environments were stopped")
-        raise typer.Exit(code=130) from None
-    except EnvError as e:
-        raise fail(f"{e} (folder: {layout.path})") from None
+    checks = _run_checks(console, cfg, layout, runnable, parallel, verbose=verbose)
     everything = skipped + checks
     summary = summarize_checks(everything, time.perf_counter() - started)
     document = {"source": str(source), "environment": cfg.environment.kind, **label_fields(layout),
                 "summary": {**summary.__dict__, "ok": summary.ok, "line": summary.line()},
                 "tasks": [c.to_json() for c in everything]}
     write_json_atomic(layout.path / CHECK_FILE, document, durable=layout.durable)
+    _print_summary(console, summary, everything, layout)
+    if as_json:
+        typer.echo(json.dumps(document, indent=1))
+    if not summary.ok:
+        raise typer.Exit(code=EXIT_TASK_ERRORS)
+
+
+def _settings(layers: list[Any], rid: str, source: Path, examples: Path | None) -> tuple[RunConfig, list[tuple[OSWorldTask, str]]]:
+    """The check's configuration and the tasks read from `source`; a bad value is one line."""
+    try:
+        cfg: RunConfig = load_run_config(layers)
+        check_name("run id", rid)
+        cfg.environment.check()
+        check_executor(cfg)
+        loaded = load_checked(source.expanduser(), examples)
+    except (ConfigError, EnvError, KeyError, ValueError) as e:
+        raise fail(str(e).strip('"')) from None
+    if cfg.out_dir.exists() and not cfg.out_dir.is_dir():  # a device or a file: refused, never replaced
+        raise fail(f"--out {cfg.out_dir} exists and is not a folder; give a folder")
+    return cfg, loaded
+
+
+def _choose(loaded: list[tuple[OSWorldTask, str]], source: Path, domain: str | None, task_ids: list[str] | None,
+            limit: int | None) -> list[tuple[OSWorldTask, str]]:
+    """The tasks ``--domain``, ``--task`` and ``--limit`` keep; an unknown id or nothing left is refused."""
+    chosen = [(t, d) for t, d in loaded if (domain is None or d == domain) and (not task_ids or t.id in task_ids)]
+    if task_ids and (unknown := sorted(set(task_ids) - {t.id for t, _ in loaded})):
+        raise fail(f"no such task in {source}: {', '.join(unknown)}")
+    chosen = chosen[:limit] if limit else chosen
+    if not chosen:
+        raise fail(f"no task to check in {source}" + (f" for domain {domain!r}" if domain else ""))
+    return chosen
+
+
+def _run_checks(console: SafeConsole, cfg: RunConfig, layout: RunLayout, runnable: list[tuple[Task, str]],
+                parallel: int, *, verbose: bool) -> list[TaskCheck]:
+    """Check the runnable tasks, printing each as it lands; Ctrl-C stops the environments."""
+
+    async def landed(check: TaskCheck) -> None:
+        console.print(_row(check))
+
+    try:
+        with run_log(layout.path, verbose=verbose):
+            return asyncio.run(_check(cfg, layout, runnable, parallel, landed))
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/yellow]; the environments were stopped")
+        raise typer.Exit(code=130) from None
+    except EnvError as e:
+        raise fail(f"{e} (folder: {layout.path})") from None
+
+
+def _print_summary(console: SafeConsole, summary: CheckSummary, everything: list[TaskCheck], layout: RunLayout) -> None:
+    """The summary line, the tasks that scored for doing nothing, the label and the files."""
     colour = "green" if summary.ok and not summary.flagged else "yellow" if summary.ok else "red"
     console.print(f"[bold {colour}]{escape(summary.line())}[/bold {colour}]")
     for check in everything:
@@ -175,10 +200,6 @@ def check_command(
             console.print(f"  [yellow]flagged[/yellow] {escape(check.task_id)}: {escape(check.reason or '')}")
     console.print(f"[bold yellow]{escape(label_line(layout))}[/bold yellow]")
     console.print(f"[bold]files[/bold] {layout.path} ({CHECK_FILE}, run.log); scorer {scorer_tag()}")
-    if as_json:
-        typer.echo(json.dumps(document, indent=1))
-    if not summary.ok:
-        raise typer.Exit(code=EXIT_TASK_ERRORS)
 
 
 async def _check(cfg: RunConfig, layout: RunLayout, tasks: list[tuple[Task, str]], parallel: int,
