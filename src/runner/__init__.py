@@ -1,4 +1,5 @@
-"""Rollouts, scaling strategies, executors, reports and the `agent-s3` command line.
+"""Rollouts, scaling strategies, executors and reports (the orchestration), and the
+`agent-s3` command line in `runner.cli`, which only it imports.
 
 One rollout::
 

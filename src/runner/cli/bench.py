@@ -68,6 +68,7 @@ from .options import (
     Url,
     environment_overrides,
     option_overrides,
+    run_folder,
 )
 from .wide import check_wide, missing_key_line, prepare_wide
 
@@ -360,17 +361,10 @@ def _subset_list(task_ids: list[str], out: Path) -> Path:
     return path
 
 
-def _layout(run_dir: Path) -> RunLayout:
-    run_dir = run_dir.expanduser().resolve()
-    if not run_dir.is_dir():
-        raise fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 bench` printed")
-    return RunLayout(run_dir.parent, run_dir.name)
-
-
 @app.command("metrics")
 def metrics_command(run_dir: Annotated[Path, typer.Argument(help="A run folder.")]) -> None:
     """Print (and rewrite summary.json with) a run's metrics per domain and cost per module."""
-    layout = _layout(run_dir)
+    layout = run_folder(run_dir)
     manifest = read_manifest(layout)
     metrics = compute_metrics(layout, manifest.domains if manifest else None)
     write_metrics(layout, metrics)
@@ -387,7 +381,7 @@ def export_command(
     observation_type: Annotated[str, Opt("--observation-type")] = "screenshot",
 ) -> None:
     """Write each task's selected rollout in OSWorld's results layout."""
-    layout = _layout(run_dir)
+    layout = run_folder(run_dir)
     manifest = read_manifest(layout)
     try:
         report = export_osworld(layout, root, domains=manifest.domains if manifest else None, model=model,

@@ -41,11 +41,11 @@ from .critic_options import (
     OptionList,
     OptionsFile,
     critic_options,
-    layout_of,
     make_critic_for,
     run_model,
 )
 from .errors import fail
+from .options import run_folder
 
 __all__ = ["agreement", "critic_rows", "register"]
 
@@ -133,7 +133,7 @@ def critic(
     if fmt is not None or (not (run_dir / "config.yaml").is_file() and _published(run_dir)):
         _critic_published(run_dir, fmt, name, model, base_url, concurrency, reuse, opts)
         return
-    layout = layout_of(run_dir)
+    layout = run_folder(run_dir)
     graded = _grade(layout, name, run_model(layout, model, base_url), concurrency=concurrency, reuse=reuse,
                     options=opts)
     typer.echo(_table(critic_rows(layout, graded), ("rollout", "score", "reward", "reason")))
@@ -211,7 +211,7 @@ def filter_run(
     options_file: OptionsFile = None,
 ) -> None:
     """Export the rollouts the critic accepts as a run folder of their own."""
-    layout = layout_of(run_dir)
+    layout = run_folder(run_dir)
     opts = critic_options(name, option, options_file)
     if out.resolve() == layout.path or layout.path in out.resolve().parents:
         raise fail(f"--out {out} is inside the run folder; choose a folder outside {layout.path}")

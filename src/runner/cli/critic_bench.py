@@ -44,10 +44,10 @@ from .critic_options import (
     OptionList,
     OptionsFile,
     critic_options,
-    layout_of,
     make_critic_for,
 )
 from .errors import fail
+from .options import run_folder
 
 __all__ = ["critic_bench"]
 
@@ -177,7 +177,7 @@ def _labels(labels: Path | None, labels_from: Path | None, write: Path | None, f
     if labels_from is not None:
         if labels is not None:
             raise fail("give either a labels file or --labels-from RUN_DIR, not both")
-        entries = labels_from_run(layout_of(labels_from))
+        entries = labels_from_run(run_folder(labels_from))
         if not entries:
             raise fail(f"no rollout of {labels_from} has an evaluator score to make a label from")
         if write is not None:

@@ -26,7 +26,6 @@ __all__ = [
     "OptionList",
     "OptionsFile",
     "critic_options",
-    "layout_of",
     "make_critic_for",
     "run_model",
 ]
@@ -42,13 +41,6 @@ OptionList = Annotated[list[str] | None, typer.Option("--option", help="A critic
                        "assignment_goals=false; voting: votes=3 vote=majority|all|any); repeatable.")]
 OptionsFile = Annotated[Path | None, typer.Option("--options", help="A YAML file of critic options (applied "
                         "before each --option).")]
-
-
-def layout_of(run_dir: Path) -> RunLayout:
-    if not run_dir.is_dir():
-        raise fail(f"{run_dir} is not a run folder: give the folder a run wrote (runs/<run_id>)")
-    run_dir = run_dir.resolve()
-    return RunLayout(run_dir.parent, run_dir.name)
 
 
 def run_model(layout: RunLayout, model: str | None, base_url: str | None) -> ModelConfig:

@@ -40,14 +40,10 @@ from ..report import write_report
 from ..running import run_clock
 from ..wide import fact_cache
 from .errors import fail
+from .options import run_folder
 from .wide import models_by_module
 
 __all__ = ["judge_command", "rejudge", "report_command"]
-
-
-def _layout(run_dir: Path) -> RunLayout:
-    run_dir = run_dir.expanduser().resolve()
-    return RunLayout(run_dir.parent, run_dir.name)
 
 
 def _recorded(layout: RunLayout) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -148,7 +144,7 @@ def judge_command(
         raise fail(str(e)) from None
     if representation not in REPRESENTATIONS:
         raise fail(f"unknown representation {representation!r}: choose one of {', '.join(REPRESENTATIONS)}")
-    layout = _layout(run_dir)
+    layout = run_folder(run_dir, exists=bool(import_dirs))
     if import_dirs:
         if not model:
             raise fail("judging imported OSWorld results needs a judge model: pass --model provider/model")
@@ -158,8 +154,6 @@ def judge_command(
             raise fail(str(e)) from None
         typer.echo(f"imported {sum(map(len, imported.rollouts.values()))} rollouts of "
                    f"{len(imported.rollouts)} tasks into {layout.path}")
-    elif not layout.path.is_dir():
-        raise fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 run` printed")
     try:
         _check_rollouts(layout)
     except RunFolderError as e:
@@ -189,7 +183,5 @@ def report_command(
     run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
 ) -> None:
     """Write the run's report.html again from its files."""
-    layout = _layout(run_dir)
-    if not layout.path.is_dir():
-        raise fail(f"{run_dir} is not a run folder: pass the folder `agent-s3 run` printed")
+    layout = run_folder(run_dir)
     typer.echo(str(write_report(layout)))

@@ -19,7 +19,10 @@ from typing import Annotated, Any
 
 import typer
 
+from core.trajectory import RunLayout
 from environments.kinds import describe_kinds, field_help, kind_names
+
+from .errors import fail
 
 __all__ = [
     "ENV_HELP",
@@ -39,6 +42,7 @@ __all__ = [
     "environment_overrides",
     "option_overrides",
     "parse_kind",
+    "run_folder",
 ]
 
 ENV_HELP = f"Where the rollouts run: {describe_kinds()}."
@@ -91,3 +95,13 @@ def option_overrides(options: Mapping[str, Any] | None = None, /, **named: Any) 
             node = node.setdefault(key, {})
         node[last] = value
     return out
+
+
+def run_folder(path: Path, *, exists: bool = True) -> RunLayout:
+    """The run folder a command was given (``RUN_DIR``); one that is not a folder is refused in
+    one line, unless `exists` is False (a folder the command is about to make)."""
+    path = path.expanduser().resolve()
+    if exists and not path.is_dir():
+        raise fail(f"{path} is not a run folder: pass the folder `agent-s3 run` or `agent-s3 bench` printed "
+                   "(runs/<run_id>)")
+    return RunLayout(path.parent, path.name)

@@ -27,6 +27,7 @@ from ..models import chat_model
 from ..running import run_clock
 from ..sweep import MixtureSpec, SweepError, SweepPoint, errored_rollouts, parse_mixtures, sweep
 from .errors import fail
+from .options import run_folder
 
 __all__ = ["plot_sweep", "sweep_command", "write_tables"]
 
@@ -154,13 +155,7 @@ def sweep_command(
 
 def _layouts(run_dirs: list[Path]) -> list[RunLayout]:
     """The run folders, each one that is not a folder refused in one line."""
-    layouts = []
-    for d in run_dirs:
-        d = d.expanduser().resolve()
-        if not d.is_dir():
-            raise fail(f"{d} is not a run folder: pass folders `agent-s3 bench` wrote")
-        layouts.append(RunLayout(d.parent, d.name))
-    return layouts
+    return [run_folder(d) for d in run_dirs]
 
 
 def _points(judge: str, mixtures: str, n: str | None) -> tuple[list[MixtureSpec], list[int] | None]:
