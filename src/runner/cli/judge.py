@@ -144,7 +144,7 @@ def judge_command(
         raise fail(str(e)) from None
     if representation not in REPRESENTATIONS:
         raise fail(f"unknown representation {representation!r}: choose one of {', '.join(REPRESENTATIONS)}")
-    layout = run_folder(run_dir, exists=bool(import_dirs))
+    layout = run_folder(run_dir, exists=not import_dirs)
     if import_dirs:
         if not model:
             raise fail("judging imported OSWorld results needs a judge model: pass --model provider/model")
