@@ -40,7 +40,6 @@ from tasks_suite_solutions import SOLUTIONS, Chords, Click, Goto, Key, Pause, St
 from core.protocols import Environment
 from environments.local.kind import LocalSettings
 from environments.tasks import load_suite
-from environments.tasks.convert import to_core_task
 from runner.environments import open_pool
 from runner.settle import changed_pixels
 
@@ -90,7 +89,7 @@ async def _until(env: Environment, step: Until) -> None:
 async def run_task(env: Environment, task_id: str, steps: list[Step], poll: float, out: list[Recording],
                    cache: Path) -> None:
     task = next(t for t in load_suite() if t.id == task_id)
-    await env.prepare_task(to_core_task(task), cache)
+    await env.prepare_task(task, cache)
     await asyncio.sleep(2.0)  # the task's first screen, as an agent's first observation waits for it
     for index, step in enumerate(steps):
         if isinstance(step, Pause):

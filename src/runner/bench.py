@@ -20,7 +20,6 @@ from core.config import dump_config
 from core.llm import Ledger
 from core.trajectory import RunLayout, Task, TaskResult
 from environments.tasks import SUITE_DIR, load_task_list, task_gaps
-from environments.tasks.convert import to_core_task
 
 from .comparability import record_environment
 from .config import RunConfig
@@ -72,7 +71,7 @@ def load_bench_tasks(list_file: Path, examples: Path | None = None, *, domain: s
             continue
         if limit is not None and len(out.tasks) >= limit:
             break
-        out.tasks.append(to_core_task(task))
+        out.tasks.append(task)
         out.domains[task.id] = task.domain
     return out
 

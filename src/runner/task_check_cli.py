@@ -25,14 +25,12 @@ from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
 from environments.kinds import describe_kinds, field_help
 from environments.tasks import (
-    OSWorldTask,
     TaskFileError,
     iter_task_files,
     load_task,
     load_task_list,
     task_gaps,
 )
-from environments.tasks.convert import to_core_task
 from environments.tasks.official import scorer_tag
 
 from .cli_errors import fail as _fail
@@ -65,7 +63,7 @@ def _is_task_list(path: Path) -> bool:
     return isinstance(data, dict) and "instruction" not in data
 
 
-def load_checked(source: Path, examples: Path | None) -> list[tuple[OSWorldTask, str]]:
+def load_checked(source: Path, examples: Path | None) -> list[tuple[Task, str]]:
     """(task, domain) for a folder of ``<domain>/<id>.json`` files, a task list (its files under
     `examples`, default ``examples`` beside it), or one task file."""
     if source.is_dir():
@@ -143,7 +141,7 @@ def check_command(
         raise _fail(f"no task to check in {source}" + (f" for domain {domain!r}" if domain else ""))
     skipped = [TaskCheck(t.id, d, "skipped", reason="cannot run anywhere: " + ", ".join(gaps))
                for t, d in chosen if (gaps := task_gaps(t))]
-    runnable: list[tuple[Task, str]] = [(to_core_task(t), d) for t, d in chosen if not task_gaps(t)]
+    runnable: list[tuple[Task, str]] = [(t, d) for t, d in chosen if not task_gaps(t)]
     layout = RunLayout(cfg.out_dir, rid)
     layout.create()
     console.print(f"[bold]tasks check[/bold] {len(runnable)} tasks of {escape(str(source))} on "

@@ -36,8 +36,8 @@ from email.policy import HTTP
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
 
+from core.shell_flag import osworld_shell
 from environments.limits import FILE_BYTES, REPLY_SLACK, too_large
-from environments.shell_flag import osworld_shell
 from environments.tasks.client import TaskClient, command_not_run, command_output
 
 __all__ = ["ClientDoor", "DoorRoute", "Endpoint", "Routed", "reach"]

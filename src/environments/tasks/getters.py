@@ -22,10 +22,10 @@ import shutil
 from dataclasses import dataclass
 from typing import Any
 
+from core.trajectory import GetterSpec
 from environments.tasks.context import TaskContext, resolve_local
 from environments.tasks.door import Endpoint
 from environments.tasks.errors import TaskRunError, UnsupportedGetter
-from environments.tasks.model import GetterSpec
 from environments.tasks.official import (
     getter,
     getter_modules,

@@ -26,7 +26,7 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
-from environments.tasks.model import OSWorldTask
+from core.trajectory import Task
 
 __all__ = ["BROWSER_APPS", "needs_network", "network_reason"]
 
@@ -70,10 +70,10 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
-def network_reason(task: OSWorldTask | dict[str, Any]) -> str | None:
+def network_reason(task: Task | dict[str, Any]) -> str | None:
     """Why ``task`` needs the internet (one short phrase), or None when it needs none.
-    ``task`` may also be the raw task JSON (a free-text task has no evaluator to validate)."""
-    data = task.model_dump(mode="json") if isinstance(task, OSWorldTask) else task
+    ``task`` may also be raw task JSON; the rules read the task's words as written."""
+    data = task.to_osworld() if isinstance(task, Task) else task
     for name in _FLAGS:
         if name in data:
             said = _flag(data[name])
@@ -109,6 +109,6 @@ def network_reason(task: OSWorldTask | dict[str, Any]) -> str | None:
     return None
 
 
-def needs_network(task: OSWorldTask | dict[str, Any]) -> bool:
+def needs_network(task: Task | dict[str, Any]) -> bool:
     """True when ``task`` needs the internet (see the module's rules)."""
     return network_reason(task) is not None

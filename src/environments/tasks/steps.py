@@ -31,10 +31,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from core.trajectory import SetupStep
 from environments.tasks.context import TaskContext, download_cache_name, resolve_local
 from environments.tasks.door import Endpoint
 from environments.tasks.errors import TaskError, TaskRunError, UnsupportedStep
-from environments.tasks.model import SetupStep
 from environments.tasks.official import MissingScorer, python_controller_class, setup_controller_class
 from environments.tasks.step_log import collect
 
