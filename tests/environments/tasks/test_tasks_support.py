@@ -116,13 +116,17 @@ def test_reference_examples_gaps(all_tasks) -> None:
 
 
 def test_core_task_round_trip(all_tasks) -> None:
+    """Every OSWorld task file, loaded, written as a run folder's task.json and read back,
+    exports as the very JSON it was read from (no key added, none lost)."""
     ubuntu, windows = all_tasks
-    for task, platform in [(ubuntu[0], "ubuntu"), (windows[0], "windows")]:
-        record = platform_task(task, platform)
-        assert record.platform == platform and record.source_path is not None
-        back = Task.model_validate_json(record.model_dump_json())  # a run folder's task.json
-        assert back.model_dump() == record.model_dump() and back.to_osworld() == json.loads(Path(record.source_path).read_text())
-        assert back.base_dir == task.base_dir == Path(record.source_path).parent
+    for tasks, platform in [(ubuntu, "ubuntu"), (windows, "windows")]:
+        for task in tasks:
+            record = platform_task(task, platform)
+            assert record.platform == platform and record.source_path is not None
+            back = Task.model_validate_json(record.model_dump_json())  # a run folder's task.json
+            assert back.model_dump() == record.model_dump()
+            assert back.to_osworld() == json.loads(Path(record.source_path).read_text()), task.id
+            assert back.base_dir == task.base_dir == Path(record.source_path).parent
 
 
 def test_command_line_report_skips_bad_files(tmp_path: Path) -> None:
