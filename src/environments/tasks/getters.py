@@ -17,6 +17,7 @@ reach it. Getters are synchronous and run in a thread.
 
 from __future__ import annotations
 
+import copy
 import functools
 import shutil
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ def get_state(env: OfficialEnv, spec: GetterSpec | None, ctx: TaskContext) -> An
     reason = getter_refusal(spec.type)
     if reason is not None:
         raise UnsupportedGetter(ctx.task_id, spec.type, reason)
-    params = dict(spec.params)
+    params = copy.deepcopy(spec.params)  # OSWorld's getters may change it; the record is shared
     try:
         for key in _CACHE_NAMES.get(spec.type, ("dest",)):
             for name in params[key] if isinstance(params.get(key), list) else [params.get(key)]:

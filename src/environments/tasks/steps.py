@@ -24,6 +24,7 @@ What this module adds around it:
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import logging
 import shutil
@@ -118,8 +119,10 @@ def _files(params: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _host_side(step: SetupStep, ctx: TaskContext) -> dict[str, Any]:
-    """The step's parameters with host files put where the controller reads them."""
-    params = dict(step.parameters)
+    """The step's parameters with host files put where the controller reads them: a deep
+    copy, since OSWorld's controller changes what it is given (its launch step appends the
+    proxy flag to the command list) and the task record is shared by every rollout."""
+    params = copy.deepcopy(step.parameters)
     if step.type == "download":
         for entry in _files(params):
             url, vm_path = str(entry["url"]), str(entry["path"])
