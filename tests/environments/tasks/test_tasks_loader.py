@@ -70,12 +70,9 @@ def test_every_bad_field_is_named_once_in_one_line(tmp_path: Path) -> None:
     assert "\n" not in message and "GetterSpec" not in message and "function-after" not in message
 
 
-def test_a_loaded_task_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_loaded_task_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shell_client) -> None:
     """Set-up and scoring read the loaded record's typed fields: after load, no task model
     is validated again (the record goes to the environment as it is)."""
-    import asyncio
-
-    from conftest import ShellClient
     from core.trajectory import Evaluator, SetupStep, Task
     from environments.tasks.handling import set_up_with
 
@@ -86,9 +83,8 @@ def test_a_loaded_task_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.M
         original = model.model_validate.__func__  # type: ignore[attr-defined]
         monkeypatch.setattr(model, "model_validate", classmethod(
             lambda cls, *a, _o=original, **k: validated.append(cls.__name__) or _o(cls, *a, **k)))
-    (tmp_path / "home").mkdir()
-    asyncio.run(set_up_with(ShellClient(tmp_path / "home"), task, tmp_path / "cache"))
-    assert (tmp_path / "home" / "out.txt").read_text() == "made\n"
+    await set_up_with(shell_client, task, tmp_path / "cache")
+    assert (shell_client.home / "out.txt").read_text() == "made\n"
     assert validated == []
 
 
