@@ -21,7 +21,7 @@ from runner.environments import FixedPool
 from runner.models import ModelSet
 from runner.outcomes import RolloutResult
 from runner.retry import RetryUntilSuccess, check_critic
-from runner.strategy import RolloutOutcome, TaskRun
+from runner.strategy import RolloutOutcome, TaskRun, check_strategy
 
 TASK = Task(id="calc-sum", instruction="Put the sum of A1:A3 into A4 and save the sheet")
 
@@ -183,7 +183,7 @@ def test_check_critic_refuses_what_cannot_work(monkeypatch: pytest.MonkeyPatch) 
                             "critic": {"name": "lastk", "options": {"k": 0}, "model": {"model": "scripted/c"}}}])
     with pytest.raises(ValueError, match=r"critic.options.k"):
         check_critic(bad)
-    check_critic(load_run_config([{"policy": {"model": "scripted/demo"}}]))  # single: nothing to check
+    check_strategy(load_run_config([{"policy": {"model": "scripted/demo"}}]))  # single: nothing to check
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     check_critic(no_key)
 
