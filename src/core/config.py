@@ -225,22 +225,24 @@ def layered(base: Mapping[str, Any], file: Path | None, overrides: Mapping[str, 
 # -- checking keys against the model -----------------------------------------------------
 
 
-def _sections(annotation: Any) -> tuple[list[type[BaseModel]], bool]:
-    """The model types a field's value may be, and whether it is a free-form mapping."""
+def _sections(annotation: Any, layer: Any = None) -> tuple[list[type[BaseModel]], bool]:
+    """The model types a field's value may be, and whether it is a free-form mapping (a
+    tagged union's variants are asked with the `layer` being checked: it may name one that
+    is imported on first use, as a dotted path does)."""
     origin = get_origin(annotation)
     if origin is Annotated:
-        return _sections(get_args(annotation)[0])
+        return _sections(get_args(annotation)[0], layer)
     if origin in (Union, types.UnionType):
         models: list[type[BaseModel]] = []
         free = False
         for arg in get_args(annotation):
-            sub, sub_free = _sections(arg)
+            sub, sub_free = _sections(arg, layer)
             models += sub
             free = free or sub_free
         return models, free
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         variants = getattr(annotation, "config_variants", None)  # a tagged union decided at validation
-        return (list(variants()) if callable(variants) else [annotation]), False
+        return (list(variants(layer)) if callable(variants) else [annotation]), False
     if origin in (dict, Mapping) or annotation in (dict, Any):
         return [], True
     return [], False
@@ -273,7 +275,7 @@ def _check_section(
             where = f"in '{'.'.join(prefix)}'" if prefix else "at the top level"
             valid = ", ".join(sorted(names)) or "(none)"
             raise ConfigError(f"unknown config key '{dotted}' (from {origin}); valid keys {where}: {valid}")
-        sub_models, free = _sections(names[key])
+        sub_models, free = _sections(names[key], value if isinstance(value, Mapping) else None)
         if isinstance(value, Mapping) and sub_models and not free:
             _check_section(sub_models, value, (*prefix, str(key)), origin)
         elif isinstance(value, Mapping) and not sub_models and not free and origin.startswith("override"):
