@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Literal
 
 from core.protocols import EnvError, EnvironmentLost
+from environments.walls.system import HOME
 
-from .confine import HOME
 from .forward import TcpForwarder
 from .homes import drop_home
 from .netns import DesktopNetwork

@@ -38,8 +38,7 @@ from pathlib import Path
 from core.protocols import EnvError
 from environments.egress import egress_rules as _egress_rules
 from environments.egress import install_egress_rules as _install
-
-from .uids import FIRST_UID, SLOTS, UidLease, lease_uid
+from environments.walls.uids import FIRST_UID, SLOTS, UidLease, lease_uid
 
 __all__ = ["GATEWAY", "GUEST_ADDRESS", "GUEST_DNS", "SUBNET", "TABLE", "DesktopNetwork", "egress_rules", "uplinks"]
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from core.protocols import Checkpoint, EnvError, EnvironmentLost
 
 from ..capacity import machine_room, plan_fleet
-from ..local.uids import lease_uid
 from ..pool import ReplacingPool
+from ..walls.uids import lease_uid
 from .accel import TCG_COST, AccelChoice, choose_accel
 from .environment import QemuEnvironment
 from .image import boot_manifest, default_cache
