@@ -6,7 +6,7 @@ into xterm), and the host's tools follow what it answers: Playwright fetches
 ``/json/version`` and dials the ``webSocketDebuggerUrl`` it names, and both Playwright and
 ``requests`` follow redirects (Playwright even on a websocket upgrade). A raw relay would
 let a desktop aim the host's root Playwright at any address of the host or its network. So
-this door reads HTTP, one request per connection:
+this door reads HTTP (aiohttp's server and client), one request per connection:
 
 - the request goes in with ``Host`` naming the door (Chrome names its URLs after it), its
   head and body bounded, hop and proxy headers dropped, and ``Authorization`` too unless the
@@ -16,25 +16,27 @@ this door reads HTTP, one request per connection:
 - a JSON reply has every ``ws://`` / ``wss://`` URL, and the ``ws=`` / ``wss=`` parameter of a
   frontend URL, rewritten to name the door itself; a websocket URL hidden in any other reply
   is refused; a reply larger than `REPLY_LIMIT` is refused;
-- a websocket upgrade (101) to a request that asked for one is relayed both ways, at most
-  `STREAM_LIMIT` bytes from the desktop.
+- a websocket upgrade is relayed message by message (aiohttp on both sides), at most
+  `STREAM_LIMIT` bytes from the desktop; its handshake is refused if it redirects.
 
-Only this process's uid may connect (the peer socket's owner, from ``/proc/net/tcp``).
+The door dials nothing but the desktop's port, whatever the desktop answers (the socket
+itself is refused any other address). Only this process's uid may connect (`door_server`).
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import json
-import os
 import re
 import socket
-import threading
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from .forward import connect_in_netns, peer_uid
+import aiohttp
+from aiohttp import web
+
+from .door_server import LoopDoor, door_error, socket_in_netns
 
 __all__ = ["REPLY_LIMIT", "STREAM_LIMIT", "DesktopPortDoor", "rewrite_urls"]
 
@@ -44,12 +46,14 @@ REPLY_LIMIT = 32 * 1024 * 1024
 REQUEST_LIMIT = 1024 * 1024
 #: Bytes a websocket may bring from the desktop in all (a getter's session needs a few MiB).
 STREAM_LIMIT = 64 * 1024 * 1024
-_HEAD_LIMIT = 64 * 1024
 _CHUNK = 65536
 _DROPPED = {
-    b"host", b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"authorization",
-    b"upgrade", b"te", b"trailer", b"transfer-encoding", b"content-length", b"expect",
+    "host", "connection", "keep-alive", "proxy-connection", "proxy-authorization", "authorization",
+    "upgrade", "te", "trailer", "transfer-encoding", "content-length", "expect",
 }  # fmt: skip
+#: Made anew by the door's own handshake with the desktop.
+_HANDSHAKE = {"sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"}
+_NOT_ADDED = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 _WS_URL = re.compile(r"^wss?://", re.IGNORECASE)
 _WS_PARAM = re.compile(r"([?&](?:wss?)=)([^&#]*)", re.IGNORECASE)
 _WS_ANYWHERE = re.compile(rb"wss?(?:://|=|%3A%2F%2F)", re.IGNORECASE)
@@ -81,98 +85,7 @@ def _door_param(raw: str, door: str) -> str:
     return door + path
 
 
-def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
-    buffer = b""
-    while b"\r\n\r\n" not in buffer:
-        if len(buffer) > _HEAD_LIMIT:
-            raise _Refused("an HTTP head larger than 64 KiB")
-        data = sock.recv(_CHUNK)
-        if not data:
-            raise _Refused("the connection closed before a whole HTTP head")
-        buffer += data
-    head, _, rest = buffer.partition(b"\r\n\r\n")
-    return head, rest
-
-
-def _headers(head: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
-    first, *lines = head.split(b"\r\n")
-    found = []
-    for line in lines:
-        name, sep, value = line.partition(b":")
-        if not sep or not name.strip() or name != name.strip():
-            raise _Refused("a malformed header line")
-        found.append((name.strip().lower(), value.strip()))
-    return first, found
-
-
-def _get(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    values = [v for k, v in headers if k == name]
-    if len(values) > 1:
-        raise _Refused(f"{name.decode()} given twice")
-    return values[0] if values else None
-
-
-def _length(headers: list[tuple[bytes, bytes]], limit: int, what: str) -> int | None:
-    raw = _get(headers, b"content-length")
-    if raw is None:
-        return None
-    if not raw.isdigit():
-        raise _Refused(f"a {what} with a malformed Content-Length")
-    length = int(raw)
-    if length > limit:
-        raise _Refused(f"a {what} of {length} bytes, over the door's limit of {limit}")
-    return length
-
-
-def _read_exactly(sock: socket.socket, rest: bytes, length: int) -> bytes:
-    parts, got = [rest[:length]], len(rest[:length])
-    while got < length:
-        data = sock.recv(min(_CHUNK, length - got))
-        if not data:
-            raise _Refused("the body ended early")
-        parts.append(data)
-        got += len(data)
-    return b"".join(parts)
-
-
-def _read_until_close(sock: socket.socket, rest: bytes, limit: int) -> bytes:
-    parts, got = [rest], len(rest)
-    while data := sock.recv(_CHUNK):
-        got += len(data)
-        if got > limit:
-            raise _Refused(f"a reply over the door's limit of {limit} bytes")
-        parts.append(data)
-    return b"".join(parts)
-
-
-def _read_chunked(sock: socket.socket, rest: bytes, limit: int) -> bytes:
-    buffer, body = rest, b""
-    while True:
-        while b"\r\n" not in buffer:
-            if len(buffer) > 1024:
-                raise _Refused("a malformed chunk size")
-            data = sock.recv(_CHUNK)
-            if not data:
-                raise _Refused("the chunked body ended early")
-            buffer += data
-        line, _, buffer = buffer.partition(b"\r\n")
-        try:
-            size = int(line.split(b";")[0].strip(), 16)
-        except ValueError:
-            raise _Refused("a malformed chunk size") from None
-        if len(body) + size > limit:
-            raise _Refused(f"a reply over the door's limit of {limit} bytes")
-        if size == 0:
-            return body
-        while len(buffer) < size + 2:
-            data = sock.recv(_CHUNK)
-            if not data:
-                raise _Refused("the chunked body ended early")
-            buffer += data
-        body, buffer = body + buffer[:size], buffer[size + 2 :]
-
-
-class DesktopPortDoor:
+class DesktopPortDoor(LoopDoor):
     """Listens on 127.0.0.1 (a free port) and relays HTTP to ``port`` of the desktop (module
     doc): on its own loopback, reached from inside the network namespace ``netns()`` names,
     or, without ``netns``, at ``host`` (a VM's address)."""
@@ -181,157 +94,79 @@ class DesktopPortDoor:
                  pass_authorization: bool = False) -> None:
         self.target_port = port
         self.target_host = host
-        self._dropped = _DROPPED - {b"authorization"} if pass_authorization else _DROPPED
+        self._dropped = _DROPPED - {"authorization"} if pass_authorization else _DROPPED
         self._netns = netns
-        self._uid = os.getuid()
-        self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._server.bind(("127.0.0.1", 0))
-        self._server.listen(64)
-        self.port: int = self._server.getsockname()[1]
-        self.address = f"127.0.0.1:{self.port}"
-        #: Connections of other users refused, and replies of the desktop refused (with why).
-        self.refused = 0
+        #: Replies of the desktop refused, with why.
         self.refusals: list[str] = []
-        self._closed = threading.Event()
-        self._open: set[socket.socket] = set()
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, name=f"desktop-door-{self.port}", daemon=True).start()
+        self._session: aiohttp.ClientSession | None = None
+        super().__init__("desktop-door")
+        self.address = f"127.0.0.1:{self.port}"
 
     def __enter__(self) -> DesktopPortDoor:
         return self
 
-    def __exit__(self, *_: object) -> None:
-        self.close()
+    def _socket(self, info: Any) -> socket.socket:
+        """A socket for the desktop's port, and for no other address."""
+        if tuple(info[4][:2]) != (self.target_host, self.target_port):
+            raise OSError(f"the door dials only the desktop's port {self.target_port}, not {info[4][0]}:{info[4][1]}")
+        return socket_in_netns(self._netns(), info[0], info[1]) if self._netns else socket.socket(info[0], info[1])
 
-    def close(self) -> None:
-        """Stop listening and cut every relayed connection; safe to call twice."""
-        self._closed.set()
-        with contextlib.suppress(OSError):
-            self._server.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            self._server.close()
-        with self._lock:
-            pending, self._open = set(self._open), set()
-        for sock in pending:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                sock.close()
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            redirects = aiohttp.TraceConfig()
+            redirects.on_request_redirect.append(_refuse_redirect)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(force_close=True, socket_factory=self._socket),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=60), trace_configs=[redirects],
+            )  # fmt: skip
+        return self._session
 
-    def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                client, peer = self._server.accept()
-            except OSError:
-                return
-            if peer_uid((peer[0], peer[1]), ("127.0.0.1", self.port)) != self._uid:
-                self.refused += 1
-                with contextlib.suppress(OSError):
-                    client.close()
-                continue
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    def _track(self, *socks: socket.socket) -> None:
-        with self._lock:
-            self._open |= set(socks)
-
-    def _serve(self, client: socket.socket) -> None:
-        self._track(client)
-        upstream: socket.socket | None = None
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        if "Transfer-Encoding" in request.headers:
+            return door_error(400, "the door refused the request: a chunked request body")
+        length = request.content_length or 0
+        if length > REQUEST_LIMIT:
+            return door_error(400, f"the door refused the request: a request body of {length} bytes, over the "
+                                   f"door's limit of {REQUEST_LIMIT}")  # fmt: skip
+        upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in self._dropped]
+        headers.append(("Host", self.address))
+        url = f"http://{self.target_host}:{self.target_port}{request.rel_url}"
         try:
-            client.settimeout(60)
-            try:
-                head, upgrade, body = self._request(client)
-            except _Refused as exc:
-                self._answer(client, 400, f"the door refused the request: {exc}")
-                return
-            try:
-                target = (self.target_host, self.target_port)
-                if self._netns is not None:
-                    upstream = connect_in_netns(self._netns(), target)
-                else:
-                    upstream = socket.create_connection(target, timeout=30)
-            except OSError as exc:
-                self._answer(client, 502, f"nothing answers on the desktop's port {self.target_port}: {exc}")
-                return
-            self._track(upstream)
-            upstream.settimeout(60)
-            upstream.sendall(head + body)
-            try:
-                self._reply(client, upstream, upgrade)
-            except _Refused as exc:
-                self.refusals.append(str(exc))
-                self._answer(client, 502, f"the door refused the desktop's reply: {exc}")
-        except OSError:
-            return
-        finally:
-            with self._lock:
-                self._open -= {client} | ({upstream} if upstream is not None else set())
-            for sock in (client, upstream):
-                if sock is not None:
-                    with contextlib.suppress(OSError):
-                        sock.close()
+            if upgrade:
+                return await self._websocket(request, url, headers)
+            body = await request.content.readexactly(length) if length else None
+            async with self._client().request(request.method, url, headers=headers, data=body, allow_redirects=False,
+                                              skip_auto_headers=_NOT_ADDED) as reply:  # fmt: skip
+                return await self._reply(reply)
+        except _Refused as exc:
+            self.refusals.append(str(exc))
+            return door_error(502, f"the door refused the desktop's reply: {exc}")
+        except OSError as exc:  # aiohttp's connection errors are OSErrors too
+            return door_error(502, f"nothing answers on the desktop's port {self.target_port}: {exc}")
+        except (aiohttp.ClientError, asyncio.IncompleteReadError) as exc:
+            self.refusals.append(f"a malformed reply ({type(exc).__name__})")
+            return door_error(502, f"the door refused the desktop's reply: {self.refusals[-1]}")
 
-    @staticmethod
-    def _answer(client: socket.socket, status: int, message: str) -> None:
-        body = json.dumps({"status": "error", "message": message}).encode()
-        head = f"HTTP/1.1 {status} Door\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        with contextlib.suppress(OSError):
-            client.sendall(head.encode() + b"Connection: close\r\n\r\n" + body)
+    async def _reply(self, reply: aiohttp.ClientResponse) -> web.Response:
+        if 300 <= reply.status < 400 or "Location" in reply.headers:
+            raise _Refused(f"a redirect ({reply.status}) to an address the desktop chose")
+        if reply.status < 200:
+            raise _Refused(f"a protocol switch nobody asked for ({reply.status})")
+        if reply.content_length is not None and reply.content_length > REPLY_LIMIT:
+            raise _Refused(f"a reply of {reply.content_length} bytes, over the door's limit of {REPLY_LIMIT}")
+        parts, got = [], 0
+        async for chunk in reply.content.iter_chunked(_CHUNK):
+            got += len(chunk)
+            if got > REPLY_LIMIT:
+                raise _Refused(f"a reply over the door's limit of {REPLY_LIMIT} bytes")
+            parts.append(chunk)
+        body, content_type = self._checked_body(b"".join(parts), reply.headers.get("Content-Type") or "application/octet-stream")
+        out = web.Response(status=reply.status, reason=reply.reason, body=body, headers={"Content-Type": content_type})
+        out.force_close()
+        return out
 
-    def _request(self, client: socket.socket) -> tuple[bytes, bool, bytes]:
-        """The request to send in (head, whether it asks for a websocket, body)."""
-        raw, rest = _read_head(client)
-        first, headers = _headers(raw)
-        parts = first.split(b" ")
-        if len(parts) != 3 or not parts[2].startswith(b"HTTP/1.") or not parts[1].startswith(b"/"):
-            raise _Refused("a malformed request line")
-        if _get(headers, b"transfer-encoding") is not None:
-            raise _Refused("a chunked request body")
-        length = _length(headers, REQUEST_LIMIT, "request body") or 0
-        upgrade = (_get(headers, b"upgrade") or b"").lower() == b"websocket"
-        # After an upgrade's head come the client's first frames; they go in as they are.
-        body = rest if upgrade and not length else _read_exactly(client, rest, length) if length else b""
-        kept = [f"{k.decode('latin-1')}: ".encode("latin-1") + v for k, v in headers if k not in self._dropped]
-        extra = [b"Host: " + self.address.encode()]
-        if length:
-            extra.append(b"Content-Length: %d" % length)
-        extra += [b"Upgrade: websocket", b"Connection: Upgrade"] if upgrade else [b"Connection: close"]
-        return b"\r\n".join([first, *kept, *extra]) + b"\r\n\r\n", upgrade, body
-
-    def _reply(self, client: socket.socket, upstream: socket.socket, upgrade: bool) -> None:
-        raw, rest = _read_head(upstream)
-        first, headers = _headers(raw)
-        parts = first.split(b" ", 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-            raise _Refused("a malformed status line")
-        status = int(parts[1])
-        if 300 <= status < 400 or _get(headers, b"location") is not None:
-            raise _Refused(f"a redirect ({status}) to an address the desktop chose")
-        if status == 101:
-            if not upgrade:
-                raise _Refused("a protocol switch nobody asked for")
-            kept = [f"{k.decode('latin-1')}: ".encode("latin-1") + v for k, v in headers]
-            client.sendall(b"\r\n".join([first, *kept]) + b"\r\n\r\n")
-            self._relay_websocket(client, upstream, rest)
-            return
-        if (_get(headers, b"transfer-encoding") or b"").lower() == b"chunked":
-            body = _read_chunked(upstream, rest, REPLY_LIMIT)
-        else:
-            length = _length(headers, REPLY_LIMIT, "reply")
-            body = _read_until_close(upstream, rest, REPLY_LIMIT) if length is None else _read_exactly(upstream, rest, length)
-        body, content_type = self._checked_body(body, _get(headers, b"content-type") or b"application/octet-stream")
-        reason = parts[2] if len(parts) > 2 else b""
-        out = [
-            b"HTTP/1.1 %d " % status + reason,
-            b"Content-Type: " + content_type,
-            b"Content-Length: %d" % len(body),
-            b"Connection: close",
-        ]
-        client.sendall(b"\r\n".join(out) + b"\r\n\r\n" + body)
-
-    def _checked_body(self, body: bytes, content_type: bytes) -> tuple[bytes, bytes]:
+    def _checked_body(self, body: bytes, content_type: str) -> tuple[bytes, str]:
         """The reply's body with its websocket URLs naming the door, or `_Refused`."""
         if not body.strip():
             return body, content_type
@@ -345,35 +180,58 @@ class DesktopPortDoor:
             rewritten = rewrite_urls(decoded, self.address)
         except RecursionError:
             raise _Refused("a JSON reply nested too deep") from None
-        return json.dumps(rewritten).encode(), b"application/json; charset=UTF-8"
+        return json.dumps(rewritten).encode(), "application/json; charset=UTF-8"
 
-    def _relay_websocket(self, client: socket.socket, upstream: socket.socket, first: bytes) -> None:
-        client.settimeout(None)
-        upstream.settimeout(None)
-        back = threading.Thread(target=_pump, args=(client, upstream, b"", None), daemon=True)
-        back.start()
-        _pump(upstream, client, first, STREAM_LIMIT)
-        with contextlib.suppress(OSError):
-            upstream.shutdown(socket.SHUT_RDWR)
-        back.join(5)
+    async def _websocket(self, request: web.BaseRequest, url: str, headers: list[tuple[str, str]]) -> web.StreamResponse:
+        """Both handshakes, then messages both ways until either side closes or the desktop has
+        sent `STREAM_LIMIT` bytes."""
+        asked = request.headers.get("Sec-WebSocket-Protocol", "")
+        protocols = tuple(p.strip() for p in asked.split(",") if p.strip())
+        headers = [(k, v) for k, v in headers if k.lower() not in _HANDSHAKE]
+        try:
+            upstream = await self._client().ws_connect(url, headers=headers, protocols=protocols, compress=0,
+                                                       max_msg_size=STREAM_LIMIT, autoping=False)  # fmt: skip
+        except aiohttp.WSServerHandshakeError as exc:
+            what = f"answered {exc.status}" if exc.status != 101 else f"was not one ({exc.message})"
+            raise _Refused(f"a websocket handshake {what}") from None
+        async with upstream:
+            client = web.WebSocketResponse(protocols=protocols, max_msg_size=STREAM_LIMIT, autoping=False, compress=False)
+            await client.prepare(request)
+            relays = [asyncio.ensure_future(_messages(upstream, client, STREAM_LIMIT)),
+                      asyncio.ensure_future(_messages(client, upstream, None))]  # fmt: skip
+            try:
+                await asyncio.wait(relays, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for relay in relays:
+                    relay.cancel()
+                await asyncio.gather(*relays, return_exceptions=True)
+                await client.close()
+            return client
+
+    async def _stop(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        await super()._stop()
 
 
-def _pump(src: socket.socket, dst: socket.socket, first: bytes, limit: int | None) -> None:
-    """Copy until ``src`` ends (or `limit` bytes have passed), then half-close ``dst``."""
+async def _refuse_redirect(_session: object, _context: object, params: aiohttp.TraceRequestRedirectParams) -> None:
+    """A redirect is never followed: not even a websocket handshake's."""
+    raise _Refused(f"a redirect ({params.response.status}) to an address the desktop chose")
+
+
+async def _messages(src: Any, dst: Any, limit: int | None) -> None:
+    """Relay ``src``'s messages to ``dst`` (each an aiohttp websocket) until a close, an error,
+    or past `limit` bytes."""
     sent = 0
-    try:
-        data = first
-        while True:
-            if data:
-                sent += len(data)
-                if limit is not None and sent > limit:
-                    return
-                dst.sendall(data)
-            data = src.recv(_CHUNK)
-            if not data:
+    async for message in src:
+        if message.type in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
+            sent += len(message.data)
+            if limit is not None and sent > limit:
                 return
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
+            await (dst.send_str(message.data) if message.type == aiohttp.WSMsgType.TEXT else dst.send_bytes(message.data))
+        elif message.type == aiohttp.WSMsgType.PING:
+            await dst.ping(message.data)
+        elif message.type == aiohttp.WSMsgType.PONG:
+            await dst.pong(message.data)
+        else:
+            return

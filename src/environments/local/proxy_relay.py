@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import ctypes
 import logging
-import os
 import socket
 import threading
+
+from .door_server import socket_in_netns
 
 __all__ = ["ProxyRelay", "listen_in_netns"]
 
 _log = logging.getLogger("environments.local.proxy_relay")
-_CLONE_NEWNET = 0x40000000
 _HEAD_LIMIT = 64 * 1024
 _CHUNK = 65536
 _DROP = {b"proxy-authorization", b"proxy-connection", b"connection", b"keep-alive"}
@@ -35,30 +34,15 @@ _DROP = {b"proxy-authorization", b"proxy-connection", b"connection", b"keep-aliv
 
 def listen_in_netns(netns: str, port: int, *, host: str = "127.0.0.1") -> socket.socket:
     """A listening TCP socket on ``host:port`` inside the network namespace at `netns`."""
-    result: list[socket.socket | BaseException] = []
-
-    def work() -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            with open(netns, "rb") as handle:
-                if libc.setns(handle.fileno(), _CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"cannot enter network namespace {netns}: {os.strerror(err)}")
-            sock = socket.socket()
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-            sock.listen(64)
-            result.append(sock)
-        except BaseException as exc:  # handed to the caller
-            result.append(exc)
-
-    thread = threading.Thread(target=work, name="netns-listen", daemon=True)
-    thread.start()
-    thread.join()
-    found = result[0]
-    if isinstance(found, BaseException):
-        raise found
-    return found
+    sock = socket_in_netns(netns)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(64)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class ProxyRelay:

@@ -189,3 +189,19 @@ def test_door_refuses_redirects_and_oversized_replies_and_says_so(tmp_path: Path
     assert [line.split(":")[0] for line in refusals] == ["POST /redirect HTTP/1.1", "POST /declared HTTP/1.1",
                                                           "POST /stream HTTP/1.1", "POST /file HTTP/1.1"]  # fmt: skip
     assert "1024.0 MiB, over the 256 MiB limit" in refusals[-1]
+
+
+def test_peer_uid_reads_the_table_where_the_kernel_cannot_be_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from environments.local import door_server
+
+    def no_netlink(*_: object) -> None:
+        raise OSError("no sock_diag here")
+
+    monkeypatch.setattr(door_server, "_diag_uid", no_netlink)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)):
+            accepted, peer = server.accept()
+            with accepted:
+                assert peer_uid(peer, ("127.0.0.1", port)) == os.getuid()
+                assert peer_uid(peer, ("127.0.0.1", port + 1 if port < 65535 else 1)) is None
