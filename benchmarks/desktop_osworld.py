@@ -30,8 +30,8 @@ from pathlib import Path
 
 import httpx
 
+from environments.doors.forward import TcpForwarder
 from environments.local import DesktopConfig, LocalDesktop, desktop_client
-from environments.local.forward import TcpForwarder
 from environments.osworld import PYAUTOGUI_PREFIX
 from environments.walls.system import OPT
 

@@ -40,8 +40,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from environments.local.desktop_door import DesktopPortDoor
-from environments.local.forward import TcpForwarder
+from environments.doors.desktop_door import DesktopPortDoor
+from environments.doors.forward import TcpForwarder
 
 TOKEN = "bench-token"
 _ROUNDS = 8
@@ -106,11 +106,13 @@ def _modules_at(rev: str, folder: str) -> tuple[ModuleType, ModuleType]:
     package.mkdir()
     (package / "__init__.py").write_text("")
     root = Path(__file__).resolve().parent.parent
-    for name in ("forward", "desktop_door", "door_server"):
-        shown = subprocess.run(["git", "-C", str(root), "show", f"{rev}:src/environments/local/{name}.py"],
-                               capture_output=True, text=True, check=False)  # fmt: skip
-        if shown.returncode == 0:
-            (package / f"{name}.py").write_text(shown.stdout)
+    for name in ("forward", "desktop_door", "server"):
+        for room in ("doors", "local"):  # where they live now, and where they lived before
+            shown = subprocess.run(["git", "-C", str(root), "show", f"{rev}:src/environments/{room}/{name}.py"],
+                                   capture_output=True, text=True, check=False)  # fmt: skip
+            if shown.returncode == 0:
+                (package / f"{name}.py").write_text(shown.stdout)
+                break
     sys.path.insert(0, folder)
     return (importlib.import_module(f"doors_{rev}.desktop_door"), importlib.import_module(f"doors_{rev}.forward"))
 

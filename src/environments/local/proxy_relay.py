@@ -22,7 +22,7 @@ import logging
 import socket
 import threading
 
-from .door_server import socket_in_netns
+from environments.doors.server import socket_in_netns
 
 __all__ = ["ProxyRelay", "listen_in_netns"]
 

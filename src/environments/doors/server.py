@@ -19,14 +19,15 @@ import os
 import socket
 import struct
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+import aiohttp
 from aiohttp import web
 
-__all__ = ["LoopDoor", "door_error", "peer_uid", "socket_in_netns"]
+__all__ = ["LoopDoor", "door_error", "own_uid_only", "peer_uid", "socket_in_netns"]
 
 _T = TypeVar("_T")
 _PROC_NET_TCP = Path("/proc/net/tcp")
@@ -116,10 +117,22 @@ def door_error(status: int, message: str) -> web.Response:
     return reply
 
 
+class _Door(Protocol):
+    port: int
+    refused: int
+
+
+def own_uid_only(door: _Door, protocols: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
+    """A protocol factory for ``loop.create_server`` that hands a connection to one of
+    `protocols` only if its peer is this process's uid (else it counts it in ``door.refused``
+    and ends it before a byte is read)."""
+    return lambda: _OwnUid(door, protocols())
+
+
 class _OwnUid(asyncio.Protocol):
     """Hands a connection to the door's protocol only if its peer is this process's uid."""
 
-    def __init__(self, door: LoopDoor, inner: asyncio.Protocol) -> None:
+    def __init__(self, door: _Door, inner: asyncio.Protocol) -> None:
         self._door, self._inner = door, inner
         self._refused = False
 
@@ -166,6 +179,8 @@ class LoopDoor:
         self._thread.start()
         self._web: web.Server | None = None
         self._server: asyncio.Server | None = None
+        #: The door's client to the desktop, made on the loop when first needed.
+        self._session: aiohttp.ClientSession | None = None
         self.call(self._listen())
 
     def __enter__(self) -> Any:
@@ -189,11 +204,13 @@ class LoopDoor:
         raise NotImplementedError
 
     async def _listen(self) -> None:
-        self._server = await self._loop.create_server(lambda: _OwnUid(self, self._protocol()), "127.0.0.1", 0,
+        self._server = await self._loop.create_server(own_uid_only(self, self._protocol), "127.0.0.1", 0,
                                                       backlog=64, reuse_address=True)  # fmt: skip
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def _stop(self) -> None:
+        if self._session is not None:
+            await self._session.close()
         if self._server is not None:
             self._server.close()
         if self._web is not None:

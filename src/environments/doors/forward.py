@@ -15,7 +15,7 @@ token itself).
 
 Threat model: the desktop cannot reach this door (its network namespace has only its own
 loopback), but other users of the host can reach 127.0.0.1: only this process's uid may
-connect (`door_server`).
+connect (`server`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from aiohttp import web
 
 from environments.limits import FILE_BYTES, REPLY_SLACK
 
-from .door_server import LoopDoor, door_error, peer_uid, socket_in_netns
+from .server import LoopDoor, door_error, peer_uid, socket_in_netns
 
 __all__ = ["BODY_LIMIT", "TcpForwarder", "peer_uid"]
 
@@ -78,7 +78,6 @@ class TcpForwarder(LoopDoor):
         self.body_limit = body_limit
         #: Replies refused or cut by this door, and the server's own 413s: one line each.
         self.refusals: list[str] = []
-        self._session: aiohttp.ClientSession | None = None
         super().__init__("forward")
 
     def __enter__(self) -> TcpForwarder:
@@ -186,10 +185,6 @@ class TcpForwarder(LoopDoor):
         await out.write_eof()
         return out
 
-    async def _stop(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-        await super()._stop()
 
 
 async def _bounded(content: aiohttp.StreamReader, limit: int) -> AsyncIterator[bytes]:

@@ -20,8 +20,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from environments.local import desktop_door
-from environments.local.desktop_door import REPLY_LIMIT, DesktopPortDoor, rewrite_urls
+from environments.doors import desktop_door
+from environments.doors.desktop_door import REPLY_LIMIT, DesktopPortDoor, rewrite_urls
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="entering a network namespace needs root")
 

@@ -20,7 +20,7 @@ this door reads HTTP (aiohttp's server and client), one request per connection:
   `STREAM_LIMIT` bytes from the desktop; its handshake is refused if it redirects.
 
 The door dials nothing but the desktop's port, whatever the desktop answers (the socket
-itself is refused any other address). Only this process's uid may connect (`door_server`).
+itself is refused any other address). Only this process's uid may connect (`server`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import aiohttp
 from aiohttp import web
 
-from .door_server import LoopDoor, door_error, socket_in_netns
+from .server import LoopDoor, door_error, socket_in_netns
 
 __all__ = ["REPLY_LIMIT", "STREAM_LIMIT", "DesktopPortDoor", "rewrite_urls"]
 
@@ -98,7 +98,6 @@ class DesktopPortDoor(LoopDoor):
         self._netns = netns
         #: Replies of the desktop refused, with why.
         self.refusals: list[str] = []
-        self._session: aiohttp.ClientSession | None = None
         super().__init__("desktop-door")
         self.address = f"127.0.0.1:{self.port}"
 
@@ -208,10 +207,6 @@ class DesktopPortDoor(LoopDoor):
                 await client.close()
             return client
 
-    async def _stop(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-        await super()._stop()
 
 
 async def _refuse_redirect(_session: object, _context: object, params: aiohttp.TraceRequestRedirectParams) -> None:
