@@ -32,7 +32,7 @@ from aiohttp import web
 
 from environments.limits import FILE_BYTES, REPLY_SLACK
 
-from .server import LoopDoor, door_error, peer_uid, socket_in_netns
+from .server import LoopDoor, door_error, peer_uid, pump, socket_in_netns
 
 __all__ = ["BODY_LIMIT", "TcpForwarder", "peer_uid"]
 
@@ -124,7 +124,7 @@ class TcpForwarder(LoopDoor):
             writer.close()
             return
         try:
-            await asyncio.gather(_pump(reader, upstream), _pump(theirs, writer))
+            await asyncio.gather(pump(reader, upstream), pump(theirs, writer))
         finally:
             for side in (writer, upstream):
                 side.close()
@@ -204,13 +204,3 @@ def _message(body: bytes) -> str:
         found = json.loads(text)
         text = str(found.get("error") or found.get("message") or text)
     return " ".join(text.split())[:300]
-
-
-async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    """Copy until ``src`` ends, then half-close ``dst`` so its reader sees the end too."""
-    with contextlib.suppress(OSError, RuntimeError):
-        while data := await src.read(_CHUNK):
-            dst.write(data)
-            await dst.drain()
-        if dst.can_write_eof():
-            dst.write_eof()

@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar
 import aiohttp
 from aiohttp import web
 
-__all__ = ["LoopDoor", "door_error", "own_uid_only", "peer_uid", "socket_in_netns"]
+__all__ = ["LoopDoor", "door_error", "own_uid_only", "peer_uid", "pump", "socket_in_netns"]
 
 _T = TypeVar("_T")
 _PROC_NET_TCP = Path("/proc/net/tcp")
@@ -167,11 +167,16 @@ class LoopDoor:
     """A server on 127.0.0.1 (a free port) for this uid only, on an event loop of its own.
 
     Subclasses give `_protocol` (an asyncio protocol per connection; by default an aiohttp
-    server calling `_handle` for each request). `close` stops listening and cuts every
-    connection; it is safe to call twice and from any thread but the door's own."""
+    server calling `_handle` for each request). Given a `listener` (a listening socket made
+    elsewhere, in a desktop's namespace say), the door serves that instead; ``own_uid=False``
+    drops the uid check (for a listener only the desktop itself can reach). `close` stops
+    listening and cuts every connection; it is safe to call twice and from any thread but the
+    door's own."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, listener: socket.socket | None = None, own_uid: bool = True) -> None:
         self.port = 0
+        self._listener = listener
+        self._own_uid = own_uid
         #: Connections of other users refused.
         self.refused = 0
         self._loop = asyncio.new_event_loop()
@@ -204,8 +209,11 @@ class LoopDoor:
         raise NotImplementedError
 
     async def _listen(self) -> None:
-        self._server = await self._loop.create_server(own_uid_only(self, self._protocol), "127.0.0.1", 0,
-                                                      backlog=64, reuse_address=True)  # fmt: skip
+        factory = own_uid_only(self, self._protocol) if self._own_uid else self._protocol
+        if self._listener is not None:
+            self._server = await self._loop.create_server(factory, sock=self._listener)
+        else:
+            self._server = await self._loop.create_server(factory, "127.0.0.1", 0, backlog=64, reuse_address=True)
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def _stop(self) -> None:
@@ -233,6 +241,16 @@ class LoopDoor:
             self._thread.join(5)
         with contextlib.suppress(RuntimeError):
             self._loop.close()
+
+
+async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    """Copy until ``src`` ends, then half-close ``dst`` so its reader sees the end too."""
+    with contextlib.suppress(OSError, RuntimeError):
+        while data := await src.read(65536):
+            dst.write(data)
+            await dst.drain()
+        if dst.can_write_eof():
+            dst.write_eof()
 
 
 async def _awaited(work: Awaitable[_T]) -> _T:
