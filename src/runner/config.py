@@ -76,7 +76,7 @@ class RolloutConfig(Section):
     """``fixed`` waits `settle_seconds` after every action (the paper's 3 s); ``auto``
     watches the screen and goes on once it has held still for `settle_quiet` seconds,
     never later than `settle_seconds` (see runner/settle.py and benchmarks/settle.py)."""
-    settle_quiet: float = Field(default=0.5, gt=0)
+    settle_quiet: float = Field(default=1.0, gt=0)
     """With ``settle: auto``: seconds the screen must hold still."""
     settle_poll: float = Field(default=0.1, gt=0)
     """With ``settle: auto``: seconds between screenshots while waiting."""
