@@ -56,7 +56,7 @@ from runner.settle import changed_pixels
 FIXED = 3.0
 DECISION_SHARE = 0.99
 #: (quiet window in seconds, pixel tolerance) of the settings compared; the first is runner/settle.py's default.
-SETTINGS = [(0.5, 0), (0.3, 0), (1.0, 0), (0.5, 50), (1.0, 50)]
+SETTINGS = [(1.0, 0), (0.5, 0), (0.3, 0), (1.0, 50), (0.5, 50)]
 
 #: Ordinary actions per app for ``--osworld`` (a 1920x1080 screen).
 _CHROME: list[Step] = [Key("ctrl+l"), Type("chrome://settings"), Key("enter"), Key("ctrl+t"), Type("natural products"),
