@@ -32,7 +32,6 @@ from themis import CRITICS
 from .aws_cli import app as aws_app
 from .bench import resuming_strategy, rollouts_per_task
 from .bench_cli import app as bench_app
-from .branch import check_branch
 from .cli_errors import GuardedTyper
 from .cli_errors import fail as _fail
 from .cli_overrides import option_overrides
@@ -53,18 +52,18 @@ from .presets import with_preset
 from .pricing import check_prices, unpriced_line
 from .progress import RetryPrinter, StepPrinter
 from .resume import task_finished
-from .retry import RetryUntilSuccess, check_critic
+from .retry import RetryUntilSuccess
 from .run_folder import check_run_folder, open_run_folder
 from .run_log import official_output_to_log, run_log
 from .running import run_async, with_simulation_label
 from .strategies import STRATEGIES
-from .strategy import RolloutOutcome, Strategy, TaskRun
+from .strategy import RolloutOutcome, Strategy, TaskRun, check_strategy, strategy_class
 from .sweep_cli import sweep_command
 from .task_check_cli import app as tasks_app
 from .task_errors import summarize_task_errors
 from .tasks import check_task_platform, resolve_task
 from .terminal import SafeConsole
-from .wide_cli import check_wide, missing_key_line, prepare_wide, run_wide, summarize
+from .wide_cli import missing_key_line, prepare_wide, run_wide, summarize
 
 __all__ = ["app"]
 
@@ -150,9 +149,7 @@ def run(
             cfg = cfg.model_copy(update={"label": cfg.label or NOOP_NOTE})
         rid = check_name("run id", cfg.run_id or _new_run_id())
         cfg.environment.check()
-        check_critic(cfg)
-        check_wide(cfg)
-        check_branch(cfg)
+        check_strategy(cfg)
         check_guide(cfg)
         check_executor(cfg)
         check_models(cfg)
@@ -187,7 +184,7 @@ def run(
         console.print(f"[bold yellow]warning[/bold yellow] {escape(unpriced_line(unpriced))}")
     if resumed:
         console.print(f"[bold]resumed[/bold] keeping the rollouts run {escape(rid)} finished; running the rest")
-    if cfg.strategy in ("wide", "branch"):
+    if strategy_class(cfg).board:
         try:
             with run_log(layout.path, verbose=verbose):
                 wide = run_async(cfg, run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed))

@@ -51,7 +51,7 @@ from security_helpers import (
 )
 
 from core.llm import ScriptRequest
-from environments.local.uids import FIRST_UID
+from environments.walls.uids import FIRST_UID
 from runner.demo_policy import PlannedReplies, action_reply, role_of
 
 pytestmark = [pytest.mark.security, pytest.mark.desktop, pytest.mark.integration]

@@ -25,9 +25,9 @@ from security_helpers import Canary, Tally, shell
 import environments
 from core.protocols import EnvironmentLost, ExecResult
 from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
-from environments.local.confine import desktop_site
 from environments.local.server_env import server_environment
 from environments.local.spawner import run_blocking
+from environments.walls.system import desktop_site
 
 pytestmark = [pytest.mark.security, pytest.mark.desktop, pytest.mark.integration]
 #: The project's sources on the host (shown read-only inside at /opt/agent-s3/src).
