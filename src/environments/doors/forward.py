@@ -32,7 +32,7 @@ from aiohttp import web
 
 from environments.limits import FILE_BYTES, REPLY_SLACK
 
-from .server import LoopDoor, door_error, peer_uid, pump, socket_in_netns
+from .server import LoopDoor, door_error, ends_quietly, peer_uid, pump, socket_in_netns
 
 __all__ = ["BODY_LIMIT", "TcpForwarder", "peer_uid"]
 
@@ -91,7 +91,7 @@ class TcpForwarder(LoopDoor):
         if self._http:
             return super()._protocol()
         reader = asyncio.StreamReader(limit=_CHUNK)
-        return asyncio.StreamReaderProtocol(reader, self._pipe)
+        return asyncio.StreamReaderProtocol(reader, ends_quietly(self._pipe))
 
     def _socket(self, info: Any) -> socket.socket:
         assert self._netns is not None

@@ -19,7 +19,7 @@ import os
 import socket
 import struct
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar
 import aiohttp
 from aiohttp import web
 
-__all__ = ["LoopDoor", "door_error", "own_uid_only", "peer_uid", "pump", "socket_in_netns"]
+__all__ = ["LoopDoor", "door_error", "ends_quietly", "own_uid_only", "peer_uid", "pump", "socket_in_netns"]
 
 _T = TypeVar("_T")
 _PROC_NET_TCP = Path("/proc/net/tcp")
@@ -241,6 +241,25 @@ class LoopDoor:
             self._thread.join(5)
         with contextlib.suppress(RuntimeError):
             self._loop.close()
+
+
+def ends_quietly(
+    handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Coroutine[Any, Any, None]]:
+    """A connection handler that ends without a traceback when its closing door cancels it.
+
+    Python 3.11's ``StreamReaderProtocol`` asks a finished handler task for its exception,
+    which raises (and logs "Exception in callback") when the task was cancelled; a door that
+    closes with connections still open is not an error.
+    """
+
+    async def run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await handler(reader, writer)
+        except asyncio.CancelledError:
+            writer.close()
+
+    return run
 
 
 async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:

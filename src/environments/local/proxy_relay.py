@@ -21,7 +21,7 @@ import base64
 import logging
 import socket
 
-from environments.doors.server import LoopDoor, pump, socket_in_netns
+from environments.doors.server import LoopDoor, ends_quietly, pump, socket_in_netns
 
 __all__ = ["ProxyRelay", "listen_in_netns"]
 
@@ -61,7 +61,7 @@ class ProxyRelay(LoopDoor):
         return f"ProxyRelay(port={self.port}, upstream={self.upstream[0]}:{self.upstream[1]})"
 
     def _protocol(self) -> asyncio.Protocol:
-        return asyncio.StreamReaderProtocol(asyncio.StreamReader(limit=_HEAD_LIMIT), self._serve)
+        return asyncio.StreamReaderProtocol(asyncio.StreamReader(limit=_HEAD_LIMIT), ends_quietly(self._serve))
 
     def _rewrite(self, head: bytes) -> bytes:
         lines = head.split(b"\r\n")

@@ -237,3 +237,19 @@ def test_every_door_refuses_another_users_connection() -> None:
             await door.close()
 
     assert asyncio.run(client_door()) in (("b''", 1), ("reset", 1))
+
+
+def test_closing_a_door_with_a_connection_open_logs_no_error(unix_server: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A client still connected when the door closes is cancelled quietly: Python 3.11 logs a
+    cancelled connection handler as "Exception in callback" unless the handler ends itself."""
+    caplog.set_level("DEBUG", logger="asyncio")
+    door = TcpForwarder(unix_server)
+    client = socket.create_connection(("127.0.0.1", door.port), timeout=10)
+    try:
+        client.sendall(b"GET /terminal HTTP/1.1\r\nHost: desktop\r\n\r\n")
+        assert client.recv(12).startswith(b"HTTP/1.1 401")  # piped, and kept alive: the pipe stays open
+        door.close()
+    finally:
+        client.close()
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert not errors, [r.getMessage() for r in errors]
