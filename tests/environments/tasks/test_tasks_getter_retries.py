@@ -10,11 +10,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from environments.tasks.model import OSWorldTask
 
 from environments.tasks.context import TaskContext
 from environments.tasks.door import Endpoint
 from environments.tasks.getters import GETTER_RETRY_SCALE_ENV, official_env
-from environments.tasks.model import OSWorldTask
 from environments.tasks.official import getter
 
 pytest.importorskip("desktop_env.controllers.python", reason="needs desktop-env (scripts/setup.sh)")
