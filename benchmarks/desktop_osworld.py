@@ -30,10 +30,10 @@ from pathlib import Path
 
 import httpx
 
+from environments.doors.forward import TcpForwarder
 from environments.local import DesktopConfig, LocalDesktop, desktop_client
-from environments.local.confine import OPT
-from environments.local.forward import TcpForwarder
 from environments.osworld import PYAUTOGUI_PREFIX
+from environments.walls.system import OPT
 
 REFERENCE = Path(__file__).with_name("osworld_reference.py")
 GOAL = 1.0

@@ -50,14 +50,13 @@ from core.protocols import Environment
 from core.trajectory import Task
 from environments.local.kind import LocalSettings
 from environments.tasks import load_suite, load_task
-from environments.tasks.convert import to_core_task
 from runner.environments import open_pool
 from runner.settle import changed_pixels
 
 FIXED = 3.0
 DECISION_SHARE = 0.99
 #: (quiet window in seconds, pixel tolerance) of the settings compared; the first is runner/settle.py's default.
-SETTINGS = [(0.5, 0), (0.3, 0), (1.0, 0), (0.5, 50), (1.0, 50)]
+SETTINGS = [(1.0, 0), (0.5, 0), (0.3, 0), (1.0, 50), (0.5, 50)]
 
 #: Ordinary actions per app for ``--osworld`` (a 1920x1080 screen).
 _CHROME: list[Step] = [Key("ctrl+l"), Type("chrome://settings"), Key("enter"), Key("ctrl+t"), Type("natural products"),
@@ -118,7 +117,7 @@ def osworld_task(domain: str, prefix: str) -> Task:
     from reference_data import OSWORLD_TASKS  # tests/: where OSWorld's task files are found
 
     path = next((OSWORLD_TASKS / "examples" / domain).glob(f"{prefix}*.json"))
-    return to_core_task(load_task(path, domain))
+    return load_task(path, domain)
 
 
 async def run_task(env: Environment, task: Task, steps: list[Step], poll: float, out: list[Recording],
@@ -174,7 +173,7 @@ def noise_floor(rec: Recording) -> bool:
 
 async def measure(task_ids: list[str], repeat: int, poll: float, osworld: bool = False) -> list[Recording]:
     suite = {t.id: t for t in load_suite()}
-    runs: list[tuple[Task, list[Step]]] = [(to_core_task(suite[t]), SOLUTIONS[t]) for t in task_ids]
+    runs: list[tuple[Task, list[Step]]] = [(suite[t], SOLUTIONS[t]) for t in task_ids]
     if osworld:
         runs += [(osworld_task(domain, prefix), steps) for domain, prefix, steps in OSWORLD_ACTIONS]
     recordings: list[Recording] = []

@@ -28,7 +28,6 @@ from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
 from environments.local.probe import probe_desktop
 from environments.local.server_env import server_environment
 from environments.tasks import iter_task_files, load_task
-from environments.tasks.convert import to_core_task
 from environments.tasks.support import needs, task_refusals
 from runner.task_check import TaskCheck, check_one
 
@@ -66,7 +65,7 @@ async def run(args: argparse.Namespace) -> int:
                     env.last_setup_warnings = []
                     try:
                         check = await asyncio.wait_for(
-                            check_one(env, to_core_task(task), task.domain, Path(base) / "cache" / task.id), TASK_CAP_S
+                            check_one(env, task, task.domain, Path(base) / "cache" / task.id), TASK_CAP_S
                         )
                     except TimeoutError:
                         check = TaskCheck(task.id, task.domain, "setup_failed",

@@ -1,5 +1,5 @@
-"""Suite-wide fixtures: no test reaches beyond loopback, model backoff is zeroed, and
-scripted models do not leak between tests."""
+"""Suite-wide fixtures: no test reaches beyond loopback, model backoff is zeroed, OSWorld's
+getters retry without their 5 s waits, and scripted models do not leak between tests."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from core.llm import Script
 from core.llm.profiles import TODAY_ENV
 from core.llm.retry import BACKOFF_SCALE_ENV
+from environments.tasks.getters import GETTER_RETRY_SCALE_ENV
 
 
 class NonLoopbackConnection(PermissionError):
@@ -80,6 +81,13 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureReque
 def _zero_model_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries still happen and Retry-After is still honoured, but without exponential waits."""
     monkeypatch.setenv(BACKOFF_SCALE_ENV, "0")
+
+
+@pytest.fixture(autouse=True)
+def _short_getter_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result file the desktop refuses or lacks is still asked for three times, 0.5 s apart
+    instead of 5 s (15 s per refused file in every scoring that meets one)."""
+    monkeypatch.setenv(GETTER_RETRY_SCALE_ENV, "0.1")
 
 
 #: The date the suite measures model shutdowns against (the SDKs' lists and the rules table

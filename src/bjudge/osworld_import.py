@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from core.trajectory import RolloutInfo, RolloutStatus, RunLayout, Step, Task
 
 from .pointer_code import pointer_events
@@ -64,7 +66,12 @@ def _task(folder: Path, domain: str, examples: Path | None) -> Task:
     if examples is not None:
         example = examples / domain / f"{folder.name}.json"
         if example.is_file():
-            return Task.from_osworld(json.loads(example.read_text(encoding="utf-8")), source_path=str(example))
+            try:
+                return Task.from_osworld(json.loads(example.read_text(encoding="utf-8")), source_path=str(example))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+                raise OSWorldImportError(f"{example}: field {where!r}: {first['msg']}; fix the task file") from None
     if instruction_file.is_file():
         return Task(id=folder.name, instruction=instruction_file.read_text(encoding="utf-8").strip())
     raise OSWorldImportError(

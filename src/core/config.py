@@ -29,17 +29,20 @@ from __future__ import annotations
 
 import re
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, SecretBytes, SecretStr, ValidationError
+from pydantic import BaseModel, GetCoreSchemaHandler, SecretBytes, SecretStr, ValidationError
+from pydantic_core import PydanticCustomError, core_schema
 
 __all__ = [
     "OVERRIDE_FORM",
     "REDACTED",
+    "Checks",
     "ConfigError",
     "dump_config",
     "is_secret_key",
@@ -75,6 +78,72 @@ _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userin
 
 class ConfigError(ValueError):
     """A configuration the user wrote is wrong; the message says where and what to do."""
+
+
+#: Chooses the model that checks a section from the section's other fields (validated
+#: before it): the registered part its ``name`` names, or always the same model.
+ModelOf = Callable[[Mapping[str, Any]], "type[BaseModel] | None"]
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The mark of a mapping-typed configuration field whose keys a model checks at load,
+    as in ``options: Annotated[dict[str, Any], Checks(options_of_named)]``: the field keeps
+    what the user wrote (recorded and compared on resume as written), and a bad key or value
+    is refused when the configuration is loaded, in one line naming its path and the keys
+    there are. `model_of` reads the model from the section's other fields (a guide's or
+    critic's ``Options`` by its ``name``); None checks nothing. `each`: the field maps names
+    to entries (``models.<provider/model>``), or lists them, each checked by the model. `partial`: the
+    entries are merged over defaults elsewhere, so a missing required field is no error.
+    `checker` names the check for the configuration page; `noun`, what the error calls the
+    model's fields ("options")."""
+
+    model_of: ModelOf
+    checker: str
+    each: bool = False
+    partial: bool = False
+    noun: str = "keys"
+    #: For the configuration page: (label, model) of each shape the section may take (one per
+    #: registered name; None: the one `model_of` gives), and how an entry's path continues
+    #: (``""``: the model's keys, ``.<provider/model>``, ``[]``).
+    variants: Callable[[], list[tuple[str, type[BaseModel]]]] | None = None
+    label: str = "its keys"
+    key: str = ""
+
+    def shapes(self) -> list[tuple[str, type[BaseModel]]]:
+        """(label, model) of each shape the section may take, for the configuration page."""
+        if self.variants is not None:
+            return self.variants()
+        model = self.model_of({})
+        return [(self.label, model)] if model is not None else []
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.with_info_after_validator_function(self.check, handler(source))
+
+    def check(self, value: Any, info: core_schema.ValidationInfo) -> Any:
+        model = self.model_of(info.data)
+        if model is None or not isinstance(value, Mapping | list) or (isinstance(value, list) and not self.each):
+            return value
+        if isinstance(value, list):  # entries by index; a string entry is read by its own parser later
+            entries: Iterable[tuple[Any, Any]] = [(k, e) for k, e in enumerate(value) if isinstance(e, Mapping)]
+        else:
+            entries = value.items() if self.each else [((), value)]
+        for key, entry in entries:
+            try:
+                model.model_validate(entry)
+            except ValidationError as e:
+                errors = [err for err in e.errors() if not (self.partial and err["type"] == "missing")]
+                if errors:
+                    first = errors[0]
+                    where = "".join(f".{p}" for p in (*((key,) if self.each else ()), *first["loc"]))
+                    name = info.data.get("name")
+                    named = f" for {name}" if isinstance(name, str) else ""
+                    raise PydanticCustomError("checked_section", "{why}", {
+                        "why": f"{where}{named}: {first['msg'].removeprefix('Value error, ')}" + (
+                            f" (its {self.noun}: {', '.join(model.model_fields)})"
+                            if first["type"] == "extra_forbidden" and len(first["loc"]) <= 1 else "")}
+                    ) from None
+        return value
 
 
 def load_config(model: type[M], sources: Iterable[str | Path | Mapping[str, Any]]) -> M:
@@ -225,22 +294,24 @@ def layered(base: Mapping[str, Any], file: Path | None, overrides: Mapping[str, 
 # -- checking keys against the model -----------------------------------------------------
 
 
-def _sections(annotation: Any) -> tuple[list[type[BaseModel]], bool]:
-    """The model types a field's value may be, and whether it is a free-form mapping."""
+def _sections(annotation: Any, layer: Any = None) -> tuple[list[type[BaseModel]], bool]:
+    """The model types a field's value may be, and whether it is a free-form mapping (a
+    tagged union's variants are asked with the `layer` being checked: it may name one that
+    is imported on first use, as a dotted path does)."""
     origin = get_origin(annotation)
     if origin is Annotated:
-        return _sections(get_args(annotation)[0])
+        return _sections(get_args(annotation)[0], layer)
     if origin in (Union, types.UnionType):
         models: list[type[BaseModel]] = []
         free = False
         for arg in get_args(annotation):
-            sub, sub_free = _sections(arg)
+            sub, sub_free = _sections(arg, layer)
             models += sub
             free = free or sub_free
         return models, free
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         variants = getattr(annotation, "config_variants", None)  # a tagged union decided at validation
-        return (list(variants()) if callable(variants) else [annotation]), False
+        return (list(variants(layer)) if callable(variants) else [annotation]), False
     if origin in (dict, Mapping) or annotation in (dict, Any):
         return [], True
     return [], False
@@ -273,7 +344,7 @@ def _check_section(
             where = f"in '{'.'.join(prefix)}'" if prefix else "at the top level"
             valid = ", ".join(sorted(names)) or "(none)"
             raise ConfigError(f"unknown config key '{dotted}' (from {origin}); valid keys {where}: {valid}")
-        sub_models, free = _sections(names[key])
+        sub_models, free = _sections(names[key], value if isinstance(value, Mapping) else None)
         if isinstance(value, Mapping) and sub_models and not free:
             _check_section(sub_models, value, (*prefix, str(key)), origin)
         elif isinstance(value, Mapping) and not sub_models and not free and origin.startswith("override"):
@@ -335,7 +406,9 @@ def _describe(exc: ValidationError) -> str:
         secret = any(is_secret_key(str(p)) for p in error["loc"])
         got = REDACTED if secret else redact_urls(repr(error.get("input")))
         got = got if len(got) <= 60 else got[:57] + "..."
-        if error["type"] == "missing":
+        if error["type"] == "checked_section":  # the path within the section and the keys there are
+            parts.append(f"{where}{error['msg']}")
+        elif error["type"] == "missing":
             parts.append(f"{where}: required, set it in a run file or with -c {where}=...")
         else:
             parts.append(f"{where}: {error['msg']} (got {got})")

@@ -5,8 +5,11 @@ A kind is where rollouts run (``local`` desktops, an ``osworld`` server, ``aws``
 ``environment`` section of a run configuration when ``kind`` names it), a one-phrase
 description, the platform its tasks are for, its default settle time and how to open a pool
 of its environments. The runner, the command line's ``--env`` choices and help texts, and
-the validation of ``environment`` all come from here, so a new kind is one folder under
-`environments` whose ``kind.py`` calls `register` (found by `load_kinds`), and no other file.
+the validation of ``environment`` all come from here (`KINDS`, a `core.registry.Registry`),
+so a new kind is one folder under `environments` whose ``kind.py`` calls `register` (found
+by `load_kinds`), and no other file; a kind of your own, outside the project, is named by a
+dotted path ``package.module:KIND`` (an `EnvironmentKind`) wherever a kind's name is taken
+(``--env``, ``environment.kind``).
 
 The settings of all kinds form a tagged union on ``kind``: `settings_from` picks the model
 the tag names (a missing tag is the default kind) and validates the rest against it, so a
@@ -18,7 +21,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -29,12 +31,14 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from core.clock import ClockSpec
 from core.protocols import Platform
+from core.registry import Registry, UnknownName, is_path
 
 if TYPE_CHECKING:
     from environments.pool import EnvironmentPool
 
 __all__ = [
     "DEFAULT_KIND",
+    "KINDS",
     "EnvironmentKind",
     "EnvironmentSettings",
     "KindNames",
@@ -79,9 +83,16 @@ class EnvironmentSettings(BaseModel):
         return {}
 
     @classmethod
-    def config_variants(cls) -> list[type[BaseModel]]:
+    def config_variants(cls, layer: Mapping[str, Any] | None = None) -> list[type[BaseModel]]:
         """Every kind's settings model: `core.config` checks ``environment.*`` keys against
-        them all (which kind's keys apply is known only once every layer is merged)."""
+        them all (which kind's keys apply is known only once every layer is merged). A
+        `layer` naming a kind by dotted path registers it first, so its keys are known."""
+        named = layer.get("kind") if layer is not None else None
+        if isinstance(named, str) and is_path(named):
+            try:
+                get_kind(named)
+            except KeyError:
+                pass  # said in one line when the section is validated (`settings_from`)
         return [k.settings for k in kinds()]
 
 
@@ -145,9 +156,30 @@ class EnvironmentKind(Generic[S]):
             raise TypeError(f"{self.settings.__name__}.kind must default to {self.name!r} (Literal[{self.name!r}])")
 
 
-_KINDS: dict[str, EnvironmentKind[Any]] = {}
-_LOADED = False
-_LOCK = threading.RLock()
+def _discover() -> None:
+    """Import every ``environments.<folder>.kind`` module (each registers its kinds)."""
+    import environments
+
+    for info in sorted(pkgutil.iter_modules(environments.__path__), key=lambda m: m.name):
+        if info.ispkg and importlib.util.find_spec(f"environments.{info.name}.kind") is not None:
+            importlib.import_module(f"environments.{info.name}.kind")
+
+
+def _problem(found: Any) -> str | None:
+    if not isinstance(found, EnvironmentKind):
+        return "not an environment kind: an environments.kinds.EnvironmentKind (name, settings, open_pool ...)"
+    return None
+
+
+def _same_settings(entry: Any) -> str:
+    """A kind is the same one again when its settings model is (a module imported twice)."""
+    return entry.replace(":", ".") if isinstance(entry, str) else str(entry.settings.__qualname__)
+
+
+#: Kind name -> its `EnvironmentKind`; the built-in kinds are found by `load_kinds`, and a
+#: dotted path ``package.module:KIND`` names a kind of your own wherever a name is taken.
+KINDS: Registry[EnvironmentKind[Any]] = Registry("environment kind", check=_problem, name_of=lambda k: k.name,
+                                                  load=_discover, identity=_same_settings)
 
 
 def register(kind: EnvironmentKind[Any]) -> EnvironmentKind[Any]:
@@ -156,41 +188,23 @@ def register(kind: EnvironmentKind[Any]) -> EnvironmentKind[Any]:
     Registering the same name again replaces it only with the same settings model (a module
     imported twice); another model under a taken name is a `ValueError`.
     """
-    with _LOCK:
-        known = _KINDS.get(kind.name)
-        if known is not None and known.settings.__qualname__ != kind.settings.__qualname__:
-            raise ValueError(f"environment kind {kind.name!r} is already registered by {known.settings.__module__}")
-        _KINDS[kind.name] = kind
+    KINDS.register(kind.name, kind, kind.description)
     return kind
 
 
 def unregister(name: str) -> None:
     """Remove the kind `name` (a test's own kind, once the test is done)."""
-    with _LOCK:
-        _KINDS.pop(name, None)
+    KINDS.unregister(name)
 
 
 def load_kinds() -> None:
     """Import every ``environments.<folder>.kind`` module once (each registers its kinds)."""
-    global _LOADED
-    if _LOADED:
-        return
-    with _LOCK:
-        if _LOADED:
-            return
-        import environments
-
-        for info in sorted(pkgutil.iter_modules(environments.__path__), key=lambda m: m.name):
-            if info.ispkg and importlib.util.find_spec(f"environments.{info.name}.kind") is not None:
-                importlib.import_module(f"environments.{info.name}.kind")
-        _LOADED = True
+    KINDS.names()
 
 
 def kinds() -> list[EnvironmentKind[Any]]:
     """Every registered kind, the default first, then by name."""
-    load_kinds()
-    with _LOCK:
-        found = list(_KINDS.values())
+    found = [KINDS.get(name) for name in KINDS.names()]
     return sorted(found, key=lambda k: (k.name != DEFAULT_KIND, k.name))
 
 
@@ -199,13 +213,12 @@ def kind_names() -> list[str]:
 
 
 def get_kind(name: str) -> EnvironmentKind[Any]:
-    """The kind registered as `name`; `KeyError` with the known names otherwise."""
-    load_kinds()
-    with _LOCK:
-        found = _KINDS.get(name)
-    if found is None:
-        raise KeyError(f"unknown environment kind {name!r}: use one of {', '.join(kind_names())}")
-    return found
+    """The kind registered as `name`, or the one the dotted path `name` names (registered
+    under its own name); `KeyError` with the known names otherwise."""
+    try:
+        return KINDS.get(name)
+    except UnknownName as e:
+        raise KeyError(str(e)) from None
 
 
 class KindNames(Sequence[str]):
@@ -234,10 +247,9 @@ def settings_from(value: Any) -> EnvironmentSettings:
         raise PydanticCustomError("environment_settings", "must be a mapping of settings with a kind")
     name = value.get("kind", DEFAULT_KIND)
     try:
-        kind = get_kind(str(name))
-    except KeyError:
-        raise _located("kind", name, "unknown environment kind {kind}: use one of {known}",
-                       kind=repr(name), known=", ".join(kind_names())) from None
+        kind = KINDS.get(str(name))
+    except UnknownName as e:
+        raise _located("kind", name, "{why}", why=str(e)) from None
     own = kind.settings.model_fields
     for key in value:
         if key not in own:

@@ -3,7 +3,7 @@
 A desktop is untrusted: the files it serves, its recordings and its answers are the model's
 to shape. Every path by which bytes come out of one is bounded by these figures, on both
 sides: the controller server refuses to send more (`environments.server`), the host's doors
-refuse to relay more (`environments.local.forward`, `desktop_door`), and the host's clients
+refuse to relay more (`environments.doors.forward`, `desktop_door`), and the host's clients
 refuse to read more (`environments.osworld.client`). A file larger than its limit is an
 error with one line, never a silent truncation and never a score.
 """

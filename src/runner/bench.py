@@ -20,24 +20,14 @@ from core.config import dump_config
 from core.llm import Ledger
 from core.trajectory import RunLayout, Task, TaskResult
 from environments.tasks import SUITE_DIR, load_task_list, task_gaps
-from environments.tasks.convert import to_core_task
 
 from .comparability import record_environment
 from .config import RunConfig
 from .executors import open_environments
 from .metrics import BenchMetrics, compute_metrics, write_metrics
-from .mixture import assign, parse_mixture
 from .models import ModelSet, settled_config
-from .resume import (
-    BenchManifest,
-    ResumingWide,
-    check_resume,
-    single_result,
-    task_finished,
-    write_manifest,
-)
-from .strategies import STRATEGIES
-from .strategy import SingleRollout, Strategy, TaskRun, run_tasks
+from .resume import BenchManifest, check_resume, task_finished, write_manifest
+from .strategy import Strategy, TaskRun, run_tasks, strategy_class
 
 __all__ = ["LOCAL_LIST", "BenchRun", "BenchTasks", "load_bench_tasks", "resuming_strategy", "rollouts_per_task",
            "run_bench"]
@@ -72,41 +62,19 @@ def load_bench_tasks(list_file: Path, examples: Path | None = None, *, domain: s
             continue
         if limit is not None and len(out.tasks) >= limit:
             break
-        out.tasks.append(to_core_task(task))
+        out.tasks.append(task)
         out.domains[task.id] = task.domain
     return out
 
 
 def rollouts_per_task(cfg: RunConfig) -> int:
-    """N: rollouts each task gets (1 unless wide or branch; retry counts its attempts itself)."""
-    if cfg.strategy == "branch":
-        return cfg.branch.branches + 1  # the shared prefix is rollout 0
-    if cfg.strategy != "wide":
-        return 1
-    entries = parse_mixture(cfg.wide.mixture)
-    if not entries:
-        return cfg.wide.rollouts or 1
-    return len(assign(entries, cfg.wide.rollouts, 0))
-
-
-class _ResumingSingle(SingleRollout):
-    """One rollout; a rollout 0 finished by an earlier attempt of the run is kept."""
-
-    async def __call__(self, run: TaskRun) -> TaskResult:
-        kept = await asyncio.to_thread(single_result, run.layout, run.task)
-        if kept is None:
-            return await super().__call__(run)
-        await asyncio.to_thread(run.task_dir.write_result, kept)
-        return kept
+    """N: rollouts each task gets, as its strategy says (retry counts its attempts itself)."""
+    return strategy_class(cfg).rollouts(cfg)
 
 
 def resuming_strategy(cfg: RunConfig) -> Strategy:
     """The strategy that continues a run: finished rollouts are kept, the rest run."""
-    if cfg.strategy == "wide":
-        return ResumingWide()
-    if cfg.strategy == "single":
-        return _ResumingSingle()
-    return STRATEGIES.get(cfg.strategy)()
+    return strategy_class(cfg).resuming(cfg)
 
 
 @dataclass
@@ -142,7 +110,7 @@ async def run_bench(cfg: RunConfig, bench: BenchTasks, layout: RunLayout, models
     n = rollouts_per_task(cfg)
     pending: list[Task] = []
     for task in bench.tasks:
-        if cfg.strategy == "retry":  # retry decides its own attempts: resumed per task
+        if strategy_class(cfg).finished_by_result:  # it decides its own attempts: resumed per task
             done = await asyncio.to_thread(layout.task(task.id).read_result) is not None
         else:
             done = await asyncio.to_thread(task_finished, layout, task, n)
@@ -161,7 +129,7 @@ async def run_bench(cfg: RunConfig, bench: BenchTasks, layout: RunLayout, models
 
 async def _run(cfg: RunConfig, pending: list[Task], layout: RunLayout, models: ModelSet, ledger: Ledger,
                out: BenchRun, concurrency: int, on_task: OnTask | None) -> None:
-    width = min(rollouts_per_task(cfg), cfg.wide.concurrency or rollouts_per_task(cfg)) if cfg.strategy == "wide" else 1
+    width = strategy_class(cfg).width(cfg)
     strategy = resuming_strategy(cfg)
     hide = (str(cfg.out_dir.resolve()),)
 

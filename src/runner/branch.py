@@ -34,6 +34,7 @@ from bjudge.representations import ending_of
 from core.protocols import Checkpoint, EnvError, Environment, EnvironmentLost
 from core.trajectory import AGENT_OUTCOMES, WORLD_FAILURES, RolloutInfo, RolloutStatus, Step, TaskResult
 
+from .config import RunConfig
 from .guided import GuidedStep, guide_models, guided_config, make_chooser, tree_source
 from .mixture import RolloutSlot, assign
 from .models import ModelSet, make_worker, settled_config, spent_by
@@ -41,10 +42,10 @@ from .narration import LiveNarrator
 from .outcomes import RolloutResult
 from .recording import recorded
 from .rollout import Rollout, StepEvent, StepHook
-from .strategy import RolloutOutcome, TaskRun
+from .strategy import RolloutOutcome, Strategy, TaskRun
 from .wide import WideScaling, WideTimings, fact_cache, judge_name
 
-__all__ = ["BranchScaling", "BranchStart", "check_branch"]
+__all__ = ["BranchScaling", "BranchStart"]
 
 _log = logging.getLogger(__name__)
 
@@ -63,20 +64,6 @@ class BranchStart:
     at: int
 
 
-def check_branch(cfg: Any) -> None:
-    """Raise ValueError (one line) when the branch settings cannot run."""
-    if cfg.strategy != "branch":
-        if "branch" in cfg.model_fields_set:
-            raise ValueError("--branch-at and --branches need --strategy branch")
-        return
-    if cfg.executor.kind == "ray":
-        raise ValueError("--strategy branch needs the environments in this process (checkpoints are not "
-                         "served across Ray hosts); drop --executor ray")
-    if cfg.rollout.max_steps <= cfg.branch.at:
-        raise ValueError(f"--branch-at {cfg.branch.at} leaves no step to branch within rollout.max_steps "
-                         f"{cfg.rollout.max_steps}: lower --branch-at or raise --max-steps")
-
-
 class _Shifted:
     """A step hook that hands a branch's steps on numbered after the prefix (narration)."""
 
@@ -92,6 +79,29 @@ class BranchScaling(WideScaling):
     """One prefix rollout, a checkpoint, K branches and a judge (strategy name ``branch``)."""
 
     name = "branch"
+    own_section = ("branch", "--branch-at and --branches")
+
+    @classmethod
+    def rollouts(cls, cfg: RunConfig) -> int:
+        return cfg.branch.branches + 1  # the shared prefix is rollout 0
+
+    @classmethod
+    def width(cls, cfg: RunConfig) -> int:
+        return cfg.branch.branches  # the first branch continues on the prefix's environment
+
+    @classmethod
+    def check(cls, cfg: RunConfig) -> None:
+        super().check(cfg)
+        if cfg.executor.kind == "ray":
+            raise ValueError("--strategy branch needs the environments in this process (checkpoints are not "
+                             "served across Ray hosts); drop --executor ray")
+        if cfg.rollout.max_steps <= cfg.branch.at:
+            raise ValueError(f"--branch-at {cfg.branch.at} leaves no step to branch within rollout.max_steps "
+                             f"{cfg.rollout.max_steps}: lower --branch-at or raise --max-steps")
+
+    @classmethod
+    def resuming(cls, cfg: RunConfig, **options: Any) -> Strategy:
+        return cls(**options)  # a resumed branch run starts its task again
 
     async def __call__(self, run: TaskRun) -> TaskResult:
         cfg = run.config

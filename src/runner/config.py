@@ -14,8 +14,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SerializeAsAny, WrapValidator, model_validator
 
 from agent_s3 import WorkerConfig
-from core.config import load_config
+from core.config import Checks, load_config
 from core.llm import Price
+from core.llm.profiles import Profile
+from core.registry import Registry, UnknownName
 from environments.kinds import EnvironmentSettings, default_settings, get_kind, settings_from
 from gprm import GUIDES
 from themis import CRITICS
@@ -74,7 +76,7 @@ class RolloutConfig(Section):
     """``fixed`` waits `settle_seconds` after every action (the paper's 3 s); ``auto``
     watches the screen and goes on once it has held still for `settle_quiet` seconds,
     never later than `settle_seconds` (see runner/settle.py and benchmarks/settle.py)."""
-    settle_quiet: float = Field(default=0.5, gt=0)
+    settle_quiet: float = Field(default=1.0, gt=0)
     """With ``settle: auto``: seconds the screen must hold still."""
     settle_poll: float = Field(default=0.1, gt=0)
     """With ``settle: auto``: seconds between screenshots while waiting."""
@@ -103,6 +105,34 @@ class LimitsConfig(Section):
     provider asks (each call on its own)."""
 
 
+def _options_of(registry: Registry[Any]) -> Any:
+    """The ``Options`` model of the part a section's ``name`` names (None: no name, ``none``,
+    or a part without options; an unknown name is said by the name's own check)."""
+    def model_of(data: Mapping[str, Any]) -> Any:
+        name = data.get("name")
+        if not isinstance(name, str) or name == "none":
+            return None
+        try:
+            return getattr(registry.get(name), "Options", None)
+        except UnknownName:
+            return None
+    return model_of
+
+
+def _each_named(registry: Registry[Any], what: str) -> Any:
+    """(``<what>: <name>``, its ``Options``) for every registered part that has options."""
+    model_of = _options_of(registry)
+    return lambda: [(f"{what}: {n}", m) for n in registry.names() if (m := model_of({"name": n})) is not None]
+
+
+_CRITIC_OPTIONS = Checks(_options_of(CRITICS), "the critic's `Options` (`themis.critics.critic_options_model`, "
+                         "`themis.options`)", noun="options", variants=_each_named(CRITICS, "critic.name"))
+_GUIDE_OPTIONS = Checks(_options_of(GUIDES), "the guide's `Options` (`gprm.guide.guide_options_model`, `gprm.options`)",
+                        noun="options", variants=_each_named(GUIDES, "guide.name"))
+_PROFILES = Checks(lambda data: Profile, "`core.llm.profiles.Profile` (`agent-s3 models check` shows the result)",
+                   each=True, partial=True, label="per model", key=".<provider/model>")
+
+
 class CriticConfig(Section):
     """The outcome critic of the ``retry`` strategy (see `themis`)."""
 
@@ -113,9 +143,9 @@ class CriticConfig(Section):
     """The critic's model; None uses the policy's."""
     attempts: int = Field(default=3, ge=1)
     """Rollouts at most: retry until the critic accepts one or this many were made."""
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: Annotated[dict[str, Any], _CRITIC_OPTIONS] = Field(default_factory=dict)
     """The critic's own settings (e.g. ``selector_rounds``, ``k``): the fields of its ``Options``
-    model (`themis.options`, listed below), checked before the run."""
+    model (`themis.options`, listed below)."""
 
 
 class GuideConfig(Section):
@@ -139,9 +169,9 @@ class GuideConfig(Section):
     0.5 where it takes a temperature). A value the model refuses is an error before the run."""
     top_p: float | None = Field(default=None, gt=0, le=1)
     """Forces the candidates' top_p; None uses GUI-PRA's 0.9 where the model takes it."""
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: Annotated[dict[str, Any], _GUIDE_OPTIONS] = Field(default_factory=dict)
     """The guide's own settings (e.g. ``max_tool_calls``, ``memory_threshold``, ``parser``):
-    the fields of its ``Options`` model (`gprm.options`, listed below), checked before the run."""
+    the fields of its ``Options`` model (`gprm.options`, listed below)."""
 
 
 class BranchConfig(Section):
@@ -193,7 +223,7 @@ class RunConfig(Section):
     """Where and how wide the ``branch`` strategy forks."""
     guide: GuideConfig = GuideConfig()
     """The step guide of every rollout (any strategy); ``name: none`` runs without one."""
-    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    models: Annotated[dict[str, dict[str, Any]], _PROFILES] = Field(default_factory=dict)
     """Per-model capability overrides, e.g. ``{"openai/my-proxy": {"temperature": "none"}}``
     (fields of `core.llm.profiles.Profile`; `agent-s3 models check` prints the result)."""
     out_dir: Path = Path("runs")

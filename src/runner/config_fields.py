@@ -1,8 +1,9 @@
 """The run configuration's fields as a reader sees them: dotted path, type, default, one-line doc.
 
 `tables` walks `RunConfig` and every model under it, including the sections whose type is a
-plain mapping but whose keys another model checks (``guide.options`` by the guide's
-``Options``, ``environment.fleet`` by `aws.FleetConfig`, ...; see `CHECKED_ELSEWHERE`). A
+plain mapping but whose keys another model checks when the configuration is loaded (its
+`core.config.Checks` mark: ``guide.options`` by the guide's ``Options``, ``environment.fleet``
+by `aws.FleetConfig`, ...; see `checked_elsewhere`). A
 model met again at another path (every ``ModelConfig`` after ``policy``) is documented once
 and referred to. Both ``docs/configuration.md`` (`runner.config_doc`) and ``agent-s3 config
 show`` (`runner.config_show`) read their words from here, so a new field is documented
@@ -24,23 +25,14 @@ from pydantic import BaseModel, SecretBytes, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from aws import FleetConfig
-from core.llm.profiles import Profile
+from core.config import Checks
 from core.registry import Named
 from environments.kinds import DEFAULT_KIND, kind_names
-from environments.osworld.kind import AWSSettings
-from environments.sim.kind import SimSettings
-from environments.sim.profile import FleetProfile
-from gprm import GUIDES
-from gprm.guide import guide_options_model
-from themis import CRITICS
-from themis.critics import critic_options_model
 
-from .config import CriticConfig, GuideConfig, RunConfig
-from .mixture import MixtureEntry
-from .wide_config import WideConfig
+from .config import RunConfig
 
-__all__ = ["CHECKED_ELSEWHERE", "Checked", "Row", "Table", "field_doc", "one_line", "render", "tables", "type_text"]
+__all__ = ["CHECKED_ELSEWHERE", "Checked", "Row", "Table", "checked_elsewhere", "field_doc", "one_line", "render",
+           "tables", "type_text"]
 
 
 @dataclass(frozen=True)
@@ -53,28 +45,25 @@ class Checked:
     """(label, model) pairs: one per registered guide or critic, or one for the entries."""
     key: str = ""
     """How an entry's path continues: ``""`` (keys of the model itself), ``.<provider/model>``, ``[]``."""
+    at_load: bool = False
+    """Checked when the configuration is loaded (the field is marked `core.config.Checks`)."""
 
 
-def _registered(names: Callable[[], list[str]], model_of: Callable[[str], type[BaseModel]],
-                what: str) -> Callable[[], list[tuple[str, type[BaseModel]]]]:
-    return lambda: [(f"{what}: {n}", model_of(n)) for n in names()]
+#: (model, field name) -> how its untyped entries are checked, for a field whose check is not
+#: a `core.config.Checks` mark on the field itself (none left: every one is marked).
+CHECKED_ELSEWHERE: dict[tuple[type[BaseModel], str], Checked] = {}
 
 
-#: (model, field name) -> how its untyped entries are checked. A new untyped mapping in the
-#: run configuration must be added here (a test says so), so the page documents its keys.
-CHECKED_ELSEWHERE: dict[tuple[type[BaseModel], str], Checked] = {
-    (GuideConfig, "options"): Checked("`gprm.guide.guide_options_model` (the guide's `Options`, `gprm.options`)",
-                                      _registered(GUIDES.names, guide_options_model, "guide.name")),
-    (CriticConfig, "options"): Checked("`themis.critics.critic_options_model` (the critic's `Options`, `themis.options`)",
-                                       _registered(CRITICS.names, critic_options_model, "critic.name")),
-    (RunConfig, "models"): Checked("`core.llm.profiles.Profile` (`agent-s3 models check` shows the result)",
-                                   lambda: [("per model", Profile)], key=".<provider/model>"),
-    (AWSSettings, "fleet"): Checked("`aws.FleetConfig`", lambda: [("fleet", FleetConfig)]),
-    (SimSettings, "overrides"): Checked("`environments.sim.profile.FleetProfile` (merged over the bundled fleet.yaml)",
-                                        lambda: [("overrides", FleetProfile)]),
-    (WideConfig, "mixture"): Checked("`runner.mixture.parse_mixture` (a list of `MixtureEntry`)",
-                                     lambda: [("each entry", MixtureEntry)], key="[]"),
-}
+def checked_elsewhere(model: type[BaseModel], name: str) -> Checked | None:
+    """How the untyped entries of `model`'s field `name` are checked: its `Checks` mark (the
+    model that checks it at load, and the shapes it may take), or a `CHECKED_ELSEWHERE`
+    entry; None for a field whose type says it all. A new untyped mapping in the run
+    configuration must have one (a test says so), so the page documents its keys."""
+    info = model.model_fields.get(name)
+    mark = next((m for m in info.metadata if isinstance(m, Checks)), None) if info is not None else None
+    if mark is not None:
+        return Checked(mark.checker, mark.shapes, key=mark.key, at_load=True)
+    return CHECKED_ELSEWHERE.get((model, name))
 
 
 _SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)(?<!\betc)\.\s+(?=[A-Z`(])")
@@ -209,9 +198,10 @@ def _walk(model: type[BaseModel], path: str, about: str, out: list[Table], seen:
         dotted = f"{path}.{name}" if path else name
         models = _models_in(info.annotation)
         doc = field_doc(info) or (one_line(models[0].__doc__) if len(models) == 1 else "")
-        checked = CHECKED_ELSEWHERE.get((model, name))
+        checked = checked_elsewhere(model, name)
         if checked is not None:
-            doc += f" Checked by {checked.checker}; its keys are listed below."
+            when = " when the configuration is loaded" if checked.at_load else ""
+            doc += f" Checked{when} by {checked.checker}; its keys are listed below."
             later.append(_checked(checked, dotted, out, seen))
         elif len(models) == 1:
             sub = models[0]

@@ -12,6 +12,7 @@ from core.llm import unpriced_models
 
 from .config import RunConfig
 from .mixture import parse_mixture
+from .strategy import strategy_class
 
 __all__ = ["check_prices", "run_model_names", "unpriced_line"]
 
@@ -24,12 +25,13 @@ def run_model_names(cfg: RunConfig) -> list[str]:
             names.append(section.model)
     if cfg.guide.name != "none":
         names += [m.model for m in (cfg.guide.model, cfg.guide.pointer) if m is not None]
-    if cfg.strategy == "retry" and cfg.critic.model is not None:
+    strategy = strategy_class(cfg)
+    if "critic" in strategy.roles and cfg.critic.model is not None:
         names.append(cfg.critic.model.model)
-    if cfg.strategy == "wide":
+    if strategy.samples_mixture:
         names += [entry.model for entry in parse_mixture(cfg.wide.mixture)]
-        if cfg.wide.judge != "none":
-            names += [m.model for m in (cfg.wide.judge_model, cfg.wide.narrator_model) if m is not None]
+    if "judge" in strategy.roles and cfg.wide.judge != "none":
+        names += [m.model for m in (cfg.wide.judge_model, cfg.wide.narrator_model) if m is not None]
     return list(dict.fromkeys(names))
 
 

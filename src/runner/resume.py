@@ -6,43 +6,26 @@ Re-running a command whose ``--out``/``--run-id`` names an existing run resumes 
 identity that differs is one `ResumeMismatch` naming the settings that changed. How a
 model is reached (base URL, key, timeout, connections) is not part of the identity.
 
-The unit of resumption is the rollout (an environment's state cannot be restored mid-way):
-a rollout whose header is terminal and, for a task with an evaluator, scored is kept; one
-still ``running``, never started, ended by the world, or ended unscored is redone from the
-task's snapshot (so a task whose setup or scorer failed is tried again). `ResumingWide` is
-wide scaling that keeps finished rollouts and tells their narratives again from the fact
-cache (no model call) before the judge.
+The unit of resumption is the rollout (`runner.kept` says which are kept); each strategy
+answers with its resuming variant (`BaseStrategy.resuming`): `ResumingWide` is wide
+scaling that keeps finished rollouts and tells their narratives again from the fact cache
+(no model call) before the judge.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bjudge.representations import narrate_rollout
 from core.atomic import write_json_atomic
-from core.trajectory import (
-    AGENT_OUTCOMES,
-    RolloutDir,
-    RolloutInfo,
-    RunFolderError,
-    RunLayout,
-    Task,
-    TaskResult,
-    load_record,
-    plan_resume,
-    rollout_errors,
-)
+from core.trajectory import RunLayout, load_record
 
-from .models import ModelSet
-from .narration import LiveNarrator
-from .outcomes import RolloutResult
+from .kept import pending_rollouts, single_result, task_finished
 from .run_log import RUN_LOG
-from .strategy import RolloutOutcome, TaskRun
-from .wide import WideScaling
+from .strategy import RolloutOutcome
+from .wide import ResumingWide
 
 __all__ = [
     "MANIFEST_FILE",
@@ -141,69 +124,5 @@ def check_resume(layout: RunLayout, suite: str, identity: dict[str, Any]) -> Ben
     return manifest
 
 
-def _kept(info: RolloutInfo | None, task: Task) -> bool:
-    if info is None or not info.finished:
-        return False
-    if info.status in AGENT_OUTCOMES and task.evaluator and info.score is None:
-        return False  # killed between the rollout's end and its evaluation
-    return info.status != "setup_failed"  # not set up yet: try again (a failed scorer is redone above)
-
-
-def _whole_header(rd: RolloutDir) -> RolloutInfo | None:
-    """The header of a rollout whose files are whole; None (redo it) when they are damaged."""
-    try:
-        info = rd.read_info()
-        rd.check_complete()
-    except RunFolderError:
-        return None  # plan_resume has said why
-    return info
-
-
-def pending_rollouts(layout: RunLayout, task: Task, n: int) -> list[int]:
-    """Rollouts 0..n-1 of `task` that must (still) run: not started, interrupted, lost to
-    the world, or never evaluated."""
-    plan = plan_resume(layout, [task.id], n, redo_world_failures=True)[task.id]
-    task_dir = layout.task(task.id)
-    return sorted(plan.redo + [k for k in plan.finished if not _kept(task_dir.rollout(k).read_info(), task)])
-
-
-def task_finished(layout: RunLayout, task: Task, n: int) -> bool:
-    """Whether `task` has its result and every one of its n rollouts is kept."""
-    return layout.task(task.id).read_result() is not None and not pending_rollouts(layout, task, n)
-
-
-def outcome_from_header(k: int, info: RolloutInfo) -> RolloutOutcome:
-    """A finished rollout's outcome as its header recorded it."""
-    seconds = (info.ended_at - info.started_at) if info.ended_at is not None else 0.0
-    result = RolloutResult(info.status, info.reason or "", info.step_count, None, seconds, 0.0)
-    why = info.reason if info.status == "setup_failed" else info.score_error
-    return RolloutOutcome(k, result, info.score, why)
-
-
-def single_result(layout: RunLayout, task: Task) -> TaskResult | None:
-    """The result of a one-rollout task whose rollout 0 is kept (None: it must run)."""
-    if pending_rollouts(layout, task, 1):
-        return None
-    info = layout.task(task.id).rollout(0).read_info()
-    assert info is not None
-    return TaskResult.from_scores(task.id, {0: info.score}, selected=0, errors=rollout_errors({0: info}))
-
-
-class ResumingWide(WideScaling):
-    """Wide scaling that keeps the rollouts a previous attempt of the run finished (their
-    facts come from the fact cache), runs the others, then judges them all."""
-
-    name = "wide"
-
-    async def _rollout(self, run: TaskRun, slot: Any, models: ModelSet,
-                       narrator: LiveNarrator | None) -> RolloutOutcome:
-        k = slot.index
-        rd = run.layout.rollout(run.task.id, k)
-        info = await asyncio.to_thread(_whole_header, rd)
-        if not _kept(info, run.task):
-            return await super()._rollout(run, slot, models, narrator)
-        assert info is not None
-        self._tell(run.task.id, k, info.status, info.model, info.attempts)
-        if narrator is not None and info.status in AGENT_OUTCOMES:
-            await narrate_rollout(narrator.builder, rd)
-        return outcome_from_header(k, info)
+#: A finished rollout's outcome as its header recorded it.
+outcome_from_header = RolloutOutcome.from_header

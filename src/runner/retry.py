@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from pydantic import ValidationError
 
@@ -31,7 +31,7 @@ from themis import Verdict, critic_options_model, grade_rollout, make_critic
 
 from .config import CriticConfig, RunConfig
 from .models import chat_model
-from .strategy import RolloutOutcome, TaskRun, run_rollout, task_errors
+from .strategy import BaseStrategy, RolloutOutcome, TaskRun, run_rollout, task_errors
 
 __all__ = ["Attempt", "RetryUntilSuccess", "RolloutStep", "check_critic"]
 
@@ -81,9 +81,8 @@ class Attempt:
 
 def check_critic(cfg: RunConfig) -> None:
     """Refuse, before any desktop starts, a ``retry`` run whose critic cannot work: a
-    scripted policy standing in as critic, bad options, or a missing API key."""
-    if cfg.strategy != "retry":
-        return
+    scripted policy standing in as critic, bad options, or a missing API key
+    (`RetryUntilSuccess.check`)."""
     section = cfg.critic
     if section.model is None and is_scripted(cfg.policy.model):
         raise ValueError("a scripted policy cannot judge rollouts: name the critic's model with --critic-model provider/model")
@@ -108,7 +107,7 @@ def check_critic(cfg: RunConfig) -> None:
 
 
 @dataclass
-class RetryUntilSuccess:
+class RetryUntilSuccess(BaseStrategy):
     """The ``retry`` strategy. Without arguments it takes everything from the run's
     ``critic`` section; a test or a caller may give the critic's name, model, options and
     the cap directly. Call `aclose` when done if the critic got a model of its own."""
@@ -124,6 +123,13 @@ class RetryUntilSuccess:
     #: Every attempt per task id, in order.
     history: dict[str, list[Attempt]] = field(default_factory=dict)
     _owned: ChatModel | None = field(default=None, init=False, repr=False)
+
+    roles: ClassVar[tuple[str, ...]] = ("critic",)
+    finished_by_result: ClassVar[bool] = True  # it decides its own attempts: resumed per task
+
+    @classmethod
+    def check(cls, cfg: RunConfig) -> None:
+        check_critic(cfg)
 
     def _settings(self, cfg: RunConfig) -> CriticConfig:
         base = cfg.critic

@@ -1,7 +1,9 @@
 """The strategies by name: what ``strategy`` in the run configuration and ``--strategy`` choose.
 
-A strategy is a class with a ``name`` whose instances are `runner.strategy.Strategy` (an
-async callable over a `TaskRun`). The built-in ones are registered here as ``module:Class``
+A strategy is a subclass of `runner.strategy.BaseStrategy` with a ``name`` whose instances
+are `runner.strategy.Strategy` (an async callable over a `TaskRun`); its class answers what
+the runner asks before a run (rollouts per task, environments at once, model roles, checks,
+how it resumes), so the runner never reads a strategy's name. The built-in ones are registered here as ``module:Class``
 strings, imported when first chosen (they are built on `runner.strategy`, which reads the
 run configuration that validates against this registry); a dotted path
 ``package.module:Class`` names one of your own.
@@ -13,12 +15,19 @@ from typing import Any
 
 from core.registry import Registry
 
-__all__ = ["STRATEGIES"]
+__all__ = ["QUESTIONS", "STRATEGIES"]
+
+#: What a strategy's class answers (`runner.strategy.BaseStrategy` has every answer).
+QUESTIONS = ("roles", "samples_mixture", "board", "finished_by_result", "own_section", "rollouts", "width", "check",
+             "resuming")
 
 
 def _problem(found: Any) -> str | None:
     if not callable(found) or not isinstance(getattr(found, "name", None), str):
         return "not a strategy: a class with a name, whose instances are called with a TaskRun"
+    missing = [q for q in QUESTIONS if not hasattr(found, q)]
+    if missing:
+        return f"not a strategy: it does not answer {', '.join(missing)} (subclass runner.strategy.BaseStrategy)"
     return None
 
 

@@ -4,7 +4,9 @@ A strategy is an async callable ``await strategy(run) -> TaskResult`` given a `T
 (the task, its folder, the pool, the models, the ledger, the step hooks). `single` runs one
 rollout. Wider strategies (N rollouts and a judge, retry-until-success with a critic, step
 guides) are built from the same piece, `run_rollout`: borrow an environment, prepare the
-task, run one rollout, score it. They are chosen by name from `runner.strategies`.
+task, run one rollout, score it. They are chosen by name from `runner.strategies`, and
+each answers, as a `BaseStrategy`, what the runner asks of it before a run (rollouts per
+task, environments at once, model roles, checks, how it resumes).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from core import clock
 from core.atomic import is_disk_full
@@ -34,18 +36,23 @@ from core.trajectory import (
 from .config import RunConfig
 from .environments import EnvironmentPool
 from .guided import guide_models, guided_config, make_chooser, tree_source
+from .kept import single_result
 from .models import ModelSet, make_worker, settled_config, spent_by
 from .outcomes import RolloutResult, task_failure
 from .recording import recorded
 from .rollout import Rollout, StepHook
+from .strategies import STRATEGIES
 
 __all__ = [
+    "BaseStrategy",
     "RolloutOutcome",
     "SingleRollout",
     "Strategy",
     "TaskRun",
+    "check_strategy",
     "run_rollout",
     "run_tasks",
+    "strategy_class",
     "task_errors",
 ]
 
@@ -79,6 +86,14 @@ class RolloutOutcome:
     #: Why there is no score although the task has a scorer: its setup or scorer failed.
     score_error: str | None = None
 
+    @classmethod
+    def from_header(cls, k: int, info: RolloutInfo) -> RolloutOutcome:
+        """A finished rollout's outcome as its header recorded it (a resumed run keeps it)."""
+        seconds = (info.ended_at - info.started_at) if info.ended_at is not None else 0.0
+        result = RolloutResult(info.status, info.reason or "", info.step_count, None, seconds, 0.0)
+        why = info.reason if info.status == "setup_failed" else info.score_error
+        return cls(k, result, info.score, why)
+
     @property
     def error(self) -> RolloutError | None:
         """``setup_failed`` / ``scoring_failed`` with its one line, or None."""
@@ -103,6 +118,69 @@ class Strategy(Protocol):
     outcomes: dict[str, Any]
 
     async def __call__(self, run: TaskRun) -> TaskResult: ...
+
+
+class BaseStrategy:
+    """What the runner asks a strategy's class before and around a run; the answers here are
+    those of one rollout per task. A strategy of your own subclasses it (named by its
+    ``name``, or by a dotted path ``package.module:Class``) and overrides what differs: the
+    runner, the command line, the prices, the model checks and the report read the answers
+    and never the strategy's name.
+    """
+
+    name: str
+    #: Model roles it calls besides the worker's ("critic"; "narrator" and "judge" when the
+    #: wide section's judge is not none): priced, checked and reported before a run.
+    roles: ClassVar[tuple[str, ...]] = ()
+    #: Its rollouts draw their policy from the wide section's mixture, decoding
+    #: stochastically (``wide.temperature``), rather than the run's policy as configured.
+    samples_mixture: ClassVar[bool] = False
+    #: ``agent-s3 run`` shows its rollouts on a live board and summarizes the judge's pick;
+    #: its constructor then takes ``watch=`` (the board's callback) and its instances keep
+    #: what `runner.wide.WideScaling` keeps (``outcomes`` lists, ``selections``, ``aclose``).
+    board: ClassVar[bool] = False
+    #: A task is finished once its result is written (the strategy decides how many
+    #: rollouts it makes, as retry does), not once `rollouts` rollouts are kept.
+    finished_by_result: ClassVar[bool] = False
+    #: A section of the run configuration only this strategy reads, and the options that set
+    #: it: setting it under another strategy is refused.
+    own_section: ClassVar[tuple[str, str] | None] = None
+
+    @classmethod
+    def rollouts(cls, cfg: RunConfig) -> int:
+        """How many rollouts each task gets (a resumed run keeps that many)."""
+        return 1
+
+    @classmethod
+    def width(cls, cfg: RunConfig) -> int:
+        """How many environments one task uses at once (the pool holds this per task run at once)."""
+        return 1
+
+    @classmethod
+    def check(cls, cfg: RunConfig) -> None:
+        """Raise `ValueError` (one line) when `cfg` cannot run under this strategy, before any
+        environment starts."""
+
+    @classmethod
+    def resuming(cls, cfg: RunConfig, **options: Any) -> Strategy:
+        """The strategy that continues a run: what an earlier attempt finished is kept."""
+        return cls(**options)  # type: ignore[return-value]
+
+
+def strategy_class(cfg: RunConfig | str) -> type[BaseStrategy]:
+    """The class of the strategy `cfg` (or the name) chooses."""
+    return STRATEGIES.get(cfg if isinstance(cfg, str) else cfg.strategy)  # type: ignore[no-any-return]
+
+
+def check_strategy(cfg: RunConfig) -> None:
+    """Raise `ValueError` (one line) when the strategy's settings cannot run, or a section
+    another strategy owns is set, before any environment starts."""
+    chosen = strategy_class(cfg)
+    for name in STRATEGIES.names():
+        owned = STRATEGIES.get(name).own_section
+        if owned is not None and owned != chosen.own_section and owned[0] in cfg.model_fields_set:
+            raise ValueError(f"{owned[1]} need --strategy {name}")
+    chosen.check(cfg)
 
 
 async def run_rollout(run: TaskRun, k: int, env: Environment, *, seed: int | None = None,
@@ -189,10 +267,14 @@ def task_errors(outcomes: Iterable[RolloutOutcome]) -> dict[int, RolloutError]:
     return {k: e for k, e in found.items() if e is not None}
 
 
-class SingleRollout:
+class SingleRollout(BaseStrategy):
     """One rollout of the task; its score is the task's."""
 
     name = "single"
+
+    @classmethod
+    def resuming(cls, cfg: RunConfig, **options: Any) -> Strategy:
+        return _ResumingSingle(**options)
 
     def __init__(self) -> None:
         self.outcomes: dict[str, RolloutOutcome] = {}
@@ -208,6 +290,17 @@ class SingleRollout:
         result = TaskResult.from_scores(run.task.id, {0: outcome.score}, selected=0, errors=task_errors([outcome]))
         await asyncio.to_thread(run.task_dir.write_result, result)
         return result
+
+
+class _ResumingSingle(SingleRollout):
+    """One rollout; a rollout 0 finished by an earlier attempt of the run is kept."""
+
+    async def __call__(self, run: TaskRun) -> TaskResult:
+        kept = await asyncio.to_thread(single_result, run.layout, run.task)
+        if kept is None:
+            return await super().__call__(run)
+        await asyncio.to_thread(run.task_dir.write_result, kept)
+        return kept
 
 
 async def run_tasks(

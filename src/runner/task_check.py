@@ -73,7 +73,7 @@ class TaskCheck:
 
 
 def _infeasible(task: Task) -> bool:
-    return task.evaluator.get("func") == "infeasible"
+    return task.evaluator is not None and task.evaluator.func == "infeasible"
 
 
 def _failed(check: TaskCheck, phase: str, task: Task, exc: Exception) -> TaskCheck:

@@ -12,7 +12,6 @@ from core.trajectory import Task
 from environments.kinds import get_kind, kinds
 from environments.tasks import TaskFileError, load_suite, load_task
 from environments.tasks.android_suite import android_suite_tasks, platform_task
-from environments.tasks.convert import to_core_task
 
 __all__ = ["check_task_platform", "resolve_task"]
 
@@ -38,7 +37,7 @@ def resolve_task(spec: str, *, platform: Platform = "ubuntu") -> Task:
         return platform_task(loaded, platform)
     suite = {task.id: task for task in load_suite()}
     if spec in suite:
-        return to_core_task(suite[spec])
+        return suite[spec]
     phone = android_suite_tasks()
     if spec in phone:
         return phone[spec]

@@ -23,9 +23,10 @@ import random
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from typing import Any
 
 from bjudge import Candidate, FactCache, JudgeConfig, NarrativeBuilder, make_judge
-from bjudge.representations import ending_of
+from bjudge.representations import ending_of, narrate_rollout
 from core import clock
 from core.llm import ChatModel, GenerateConfig, PriceTable
 from core.protocols import EnvError
@@ -39,14 +40,16 @@ from core.trajectory import (
     TaskResult,
 )
 
+from .config import RunConfig
+from .kept import kept, whole_header
 from .mixture import MixtureEntry, RolloutSlot, assign, parse_mixture
 from .models import ModelSet, chat_model
 from .narration import LiveNarrator
 from .outcomes import RolloutResult
-from .strategy import RolloutOutcome, TaskRun, run_rollout, task_errors
+from .strategy import BaseStrategy, RolloutOutcome, Strategy, TaskRun, run_rollout, task_errors
 from .wide_config import JudgeModelConfig, WideConfig
 
-__all__ = ["FACT_CACHE_DIR", "WideScaling", "WideTimings", "fact_cache", "judge_name"]
+__all__ = ["FACT_CACHE_DIR", "ResumingWide", "WideScaling", "WideTimings", "fact_cache", "judge_name"]
 
 _log = logging.getLogger(__name__)
 
@@ -95,11 +98,37 @@ def _stochastic(decoding: GenerateConfig, temperature: float) -> GenerateConfig:
     return decoding.merged(GenerateConfig.diverse(temperature))
 
 
-class WideScaling:
+class WideScaling(BaseStrategy):
     """N rollouts and a judge (strategy name ``wide``); models of a mixture are built once
     and shared by every task, so close them with `aclose`."""
 
     name = "wide"
+    roles = ("narrator", "judge")
+    samples_mixture = True
+    board = True
+
+    @classmethod
+    def rollouts(cls, cfg: RunConfig) -> int:
+        """N: the mixture's rollouts (``wide.rollouts``, or the mixture's counts), else ``wide.rollouts``."""
+        entries = parse_mixture(cfg.wide.mixture)
+        if not entries:
+            return cfg.wide.rollouts or 1
+        return len(assign(entries, cfg.wide.rollouts, 0))
+
+    @classmethod
+    def width(cls, cfg: RunConfig) -> int:
+        n = cls.rollouts(cfg)
+        return min(n, cfg.wide.concurrency or n)
+
+    @classmethod
+    def check(cls, cfg: RunConfig) -> None:
+        entries = parse_mixture(cfg.wide.mixture)  # a bad mixture is one line
+        if entries:
+            assign(entries, cfg.wide.rollouts, 0)
+
+    @classmethod
+    def resuming(cls, cfg: RunConfig, **options: Any) -> Strategy:
+        return ResumingWide(**options)
 
     def __init__(self, watch: Watch | None = None) -> None:
         self.watch = watch
@@ -314,3 +343,23 @@ class WideScaling:
 
         await asyncio.to_thread(store)
         return selection
+
+
+class ResumingWide(WideScaling):
+    """Wide scaling that keeps the rollouts a previous attempt of the run finished (their
+    facts come from the fact cache), runs the others, then judges them all."""
+
+    name = "wide"
+
+    async def _rollout(self, run: TaskRun, slot: RolloutSlot, models: ModelSet,
+                       narrator: LiveNarrator | None) -> RolloutOutcome:
+        k = slot.index
+        rd = run.layout.rollout(run.task.id, k)
+        info = await asyncio.to_thread(whole_header, rd)
+        if not kept(info, run.task):
+            return await super()._rollout(run, slot, models, narrator)
+        assert info is not None
+        self._tell(run.task.id, k, info.status, info.model, info.attempts)
+        if narrator is not None and info.status in AGENT_OUTCOMES:
+            await narrate_rollout(narrator.builder, rd)
+        return RolloutOutcome.from_header(k, info)

@@ -11,8 +11,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bjudge import JUDGES, JudgeConfig, NarrativeConfig
+from core.config import Checks
 
-from .mixture import MAX_ROLLOUTS
+from .mixture import MAX_ROLLOUTS, MixtureEntry
 from .model_config import JudgeModelConfig
 
 __all__ = ["JudgeModelConfig", "JudgeName", "WideConfig"]
@@ -31,7 +32,9 @@ class WideConfig(BaseModel):
 
     rollouts: int | None = Field(default=None, ge=1, le=MAX_ROLLOUTS)
     """Rollouts per task; None runs the mixture's total (or 1 without a mixture)."""
-    mixture: str | list[Any] | None = None
+    mixture: Annotated[str | list[Any] | None,
+                       Checks(lambda data: MixtureEntry, "`runner.mixture.parse_mixture` (a list of `MixtureEntry`)",
+                              each=True, label="each entry", key="[]")] = None
     """``provider/model*count,...``, a YAML file, or a list of ``{model, count, base_url?,
     decoding?}``; None runs every rollout on the policy model with stochastic decoding."""
     judge: JudgeName = "bjudge"

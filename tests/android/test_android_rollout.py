@@ -12,10 +12,10 @@ from agent_s3.compile_android import android_worker
 from agent_s3.config import GroundingConfig, WorkerConfig
 from agent_s3.grounding import Grounder
 from core.llm import ChatModel, ImagePart, Reply, Script
+from core.trajectory import Task
 from environments.android import AdbTaskClient, AndroidEnvironment, AndroidProvider
 from environments.tasks import TaskContext, evaluate, run_setup
 from environments.tasks.android_suite import android_task, load_android_suite, step_budget
-from environments.tasks.model import OSWorldTask
 from testing.android import NOTES, FakeFleet
 
 pytestmark = pytest.mark.integration
@@ -25,7 +25,7 @@ def act(code: str, thought: str = "Looking at the phone.") -> Reply:
     return Reply(text=f"{thought}\n```python\n{code}\n```")
 
 
-def task(task_id: str) -> OSWorldTask:
+def task(task_id: str) -> Task:
     return next(t for t in load_android_suite() if t.id == task_id)
 
 
@@ -66,7 +66,7 @@ async def test_checks_score_the_device_state(
 
 
 async def rollout(
-    env: AndroidEnvironment, t: OSWorldTask, name: str, replies: list[Reply], points: list[str], cache: Path
+    env: AndroidEnvironment, t: Task, name: str, replies: list[Reply], points: list[str], cache: Path
 ) -> tuple[float, int]:
     """Revert, set up, step the worker until done/fail or the budget, then score."""
     await env.revert_to(t.snapshot)

@@ -45,7 +45,7 @@ SECRETS = {
 }
 TASKS = {"mousepad-append-line": "groceries.txt", "terminal-make-dirs": "~/projects/alpha"}
 ROLLOUTS = 3
-TIMEOUT = 2.0
+TIMEOUT = 5.0
 AGENT = Path(sys.executable).with_name("agent-s3")
 
 

@@ -120,10 +120,46 @@ def test_unknown_fields_are_refused() -> None:
 
 
 def test_osworld_task_survives_import_and_export() -> None:
-    task = Task.from_osworld(OSWORLD_TASK, platform="ubuntu")
+    task = Task.from_osworld({**OSWORLD_TASK, "hint": "the gear icon"}, platform="ubuntu")
     assert task.snapshot == "chrome" and task.related_apps == ["chrome"]
-    assert task.extra == {"source": OSWORLD_TASK["source"], "trajectory": "trajectories/", "proxy": False}
-    assert task.to_osworld() == OSWORLD_TASK
+    assert (task.source, task.trajectory, task.proxy) == (OSWORLD_TASK["source"], "trajectories/", False)
+    assert task.config[0].type == "launch" and task.config[0].parameters == {"command": ["google-chrome"]}
+    assert task.evaluator is not None and task.evaluator.calls()[0].result is not None
+    assert task.extra == {"hint": "the gear icon"}
+    assert task.to_osworld() == {**OSWORLD_TASK, "hint": "the gear icon"}
+
+
+def test_exported_task_adds_no_key_the_file_did_not_give() -> None:
+    """Defaults (conj, postconfig, parameters, snapshot, proxy ...) stay out of the export
+    and out of task.json, so an exported task is the imported one after any round trip."""
+    bare = {"id": "t", "instruction": "x", "config": [{"type": "login"}], "evaluator": {"func": "exact_match"}}
+    task = Task.from_osworld(bare)
+    assert task.evaluator is not None and task.evaluator.conj == "and" and task.config[0].parameters == {}
+    assert task.to_osworld() == bare
+    assert Task.model_validate_json(task.model_dump_json()).to_osworld() == bare
+
+
+def test_task_json_keeps_the_shape_older_runs_wrote() -> None:
+    """A run folder's task.json from before the OSWorld parts were typed (typed keys under
+    `extra`, no evaluator as ``{}``) reads into typed fields and is written back unchanged."""
+    old = {
+        "schema_version": 1, "id": "t", "instruction": "x", "platform": "ubuntu", "snapshot": "chrome",
+        "related_apps": [], "config": [{"type": "sleep", "parameters": {"seconds": 1}}], "evaluator": {},
+        "complexity": None, "max_steps": None, "source_path": None,
+        "extra": {"proxy": True, "source": ["a", "b"], "hint": "h"},
+    }
+    task = Task.model_validate(old)
+    assert task.proxy is True and task.source == ["a", "b"] and task.evaluator is None
+    assert task.config[0].parameters == {"seconds": 1} and task.extra == {"hint": "h"}
+    assert task.model_dump(mode="json") == old
+
+
+def test_a_bad_task_field_is_refused_with_its_path() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Task.from_osworld({**OSWORLD_TASK, "config": [{"type": "execute", "parameters": {"shell": "yes"}}]})
+    assert caught.value.errors()[0]["loc"][:3] == ("config", 0, "parameters")
+    with pytest.raises(ValidationError, match="proxy"):
+        Task.from_osworld({**OSWORLD_TASK, "proxy": "sometimes"})
 
 
 def test_selection_must_choose_a_candidate() -> None:

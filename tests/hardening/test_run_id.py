@@ -14,12 +14,15 @@ pytestmark = [pytest.mark.desktop, pytest.mark.integration, pytest.mark.slow]
 
 _SCRIPT = Path(sys.executable).with_name("agent-s3")
 _SRC = Path(__file__).resolve().parents[2] / "src"
+#: The scripted demo's actions need no 3 s pause each (what these tests check is the run's
+#: folder, not the screen).
+_SETTLE = ["--settle", "0.2"]
 
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(_SRC), "AGENT_S3_ENV_DIR": str(tmp_path / "envs"), "COLUMNS": "200"}
     argv = [str(_SCRIPT), "run", "--task", "mousepad-append-line", "--model", "scripted/demo", "--out",
-            str(tmp_path / "runs"), "--run-id", "same", *extra]
+            str(tmp_path / "runs"), "--run-id", "same", *_SETTLE, *extra]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=280, cwd=tmp_path)
 
 
@@ -52,7 +55,7 @@ def test_resume_keeps_a_finished_run_and_overwrite_starts_afresh(tmp_path: Path)
 def test_a_full_disk_ends_the_run_with_one_line_and_a_finished_header(small_disk: Path, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(_SRC), "AGENT_S3_ENV_DIR": str(tmp_path / "envs"), "COLUMNS": "200"}
     argv = [str(_SCRIPT), "run", "--task", "mousepad-append-line", "--model", "scripted/demo", "--out",
-            str(small_disk), "--run-id", "full"]
+            str(small_disk), "--run-id", "full", *_SETTLE]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=280, cwd=tmp_path)
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     assert done.returncode == 2
@@ -67,7 +70,7 @@ def test_bench_local_runs_the_scripted_demo_over_the_tasks_it_has_plans_for(tmp_
     env = {**os.environ, "PYTHONPATH": str(_SRC), "AGENT_S3_ENV_DIR": str(tmp_path / "envs"), "COLUMNS": "200"}
     argv = [str(_SCRIPT), "bench", "local", "--model", "scripted/demo", "--run-id", "demo", "--out",
             str(tmp_path / "runs"), "--task", "mousepad-append-line", "--task", "terminal-make-dirs",
-            "--task", "mousepad-fix-typos", "--parallel", "2"]
+            "--task", "mousepad-fix-typos", "--parallel", "2", *_SETTLE]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=280, cwd=tmp_path)
     assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
     assert "skipped mousepad-fix-typos: no plan of the scripted demo policy" in done.stdout

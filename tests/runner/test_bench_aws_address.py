@@ -9,8 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from aws import FleetConfig, FleetError, InstanceRecord, Reach, server_address
+from core.config import ConfigError
 from core.protocols import EnvError
 from environments.osworld.kind import AWSSettings, fleet_config
+from runner.config import load_run_config
 
 
 def _instance(private: str | None = "172.31.4.7", public: str | None = None) -> InstanceRecord:
@@ -47,6 +49,11 @@ def test_connect_via_forwarded_ports_or_a_template() -> None:
 def test_a_bad_connect_via_is_refused_in_one_line(template: str, says: str) -> None:
     with pytest.raises(ValidationError, match="connect_via"):
         FleetConfig(connect_via=template)
-    with pytest.raises(EnvError) as raised:
-        fleet_config(AWSSettings(fleet={"connect_via": template}))
-    assert says in str(raised.value) and len(str(raised.value).splitlines()) == 1
+    with pytest.raises(ConfigError) as raised:  # refused when the configuration is loaded
+        load_run_config([{"environment": {"kind": "aws", "fleet": {"connect_via": template}}}])
+    line = str(raised.value)
+    assert line.startswith("invalid config: environment.fleet: connect_via")
+    assert says in line and len(line.splitlines()) == 1
+    with pytest.raises(EnvError) as raised_late:  # settings made in code unchecked: the fleet's own check
+        fleet_config(AWSSettings.model_construct(fleet={"connect_via": template}))
+    assert says in str(raised_late.value) and len(str(raised_late.value).splitlines()) == 1

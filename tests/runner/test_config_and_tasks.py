@@ -47,7 +47,8 @@ def test_an_unknown_key_names_the_valid_ones() -> None:
 def test_task_from_a_file_and_from_the_suite_are_the_same_task() -> None:
     path = SUITE_DIR / "examples" / "mousepad" / "mousepad-append-line.json"
     by_path, by_id = resolve_task(str(path)), resolve_task("mousepad-append-line")
-    assert by_path == by_id and by_path.evaluator and by_path.source_path == str(path)
+    assert by_path.model_dump() == by_id.model_dump() and by_path.evaluator and by_path.source_path == str(path)
+    assert by_id.domain == "mousepad"  # where it was listed: not part of the record
     with pytest.raises(TaskFileError, match="no such task file"):
         resolve_task("missing/task.json")
 

@@ -127,7 +127,8 @@ def test_bad_guide_settings_are_refused(config: dict[str, object], message: str,
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--guide", "prm", "-c", "guide.options.tools=false"], "error: guide.options.tools for prm: Extra inputs are not permitted"),
+    (["--guide", "prm", "-c", "guide.options.tools=false"],
+     "error: invalid config: guide.options.tools for prm: Extra inputs are not permitted"),  # refused at load
     (["--guide", "best"], "error: invalid config: guide.name: Value error, unknown guide 'best': use one of gprm, prm or none, "
                           "or a dotted path package.module:Class of your own"),
 ])

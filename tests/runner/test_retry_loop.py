@@ -21,7 +21,7 @@ from runner.environments import FixedPool
 from runner.models import ModelSet
 from runner.outcomes import RolloutResult
 from runner.retry import RetryUntilSuccess, check_critic
-from runner.strategy import RolloutOutcome, TaskRun
+from runner.strategy import RolloutOutcome, TaskRun, check_strategy
 
 TASK = Task(id="calc-sum", instruction="Put the sum of A1:A3 into A4 and save the sheet")
 
@@ -160,9 +160,11 @@ async def test_the_run_configuration_names_critic_and_cap(tmp_path: Path) -> Non
 async def test_bad_critic_options_fail_before_any_rollout(tmp_path: Path) -> None:
     model, _, ledger = _critic([])
     step = WrittenRollouts([("done", 0.0)])
-    run = _run(tmp_path, ledger, critic={"name": "lastk", "options": {"selector_rounds": 3}})
-    with pytest.raises(ValueError, match="selector_rounds"):
-        await RetryUntilSuccess(model=model, rollout=step)(run)
+    with pytest.raises(ValueError, match="selector_rounds for lastk"):  # in the configuration: refused at load
+        _run(tmp_path, ledger, critic={"name": "lastk", "options": {"selector_rounds": 3}})
+    run = _run(tmp_path, ledger, critic={"name": "lastk"})
+    with pytest.raises(ValueError, match="selector_rounds"):  # given by a caller: refused before any rollout
+        await RetryUntilSuccess(model=model, rollout=step, options={"selector_rounds": 3})(run)
     assert step.seeds == [] and not run.task_dir.path.exists()
 
 
@@ -179,11 +181,10 @@ def test_check_critic_refuses_what_cannot_work(monkeypatch: pytest.MonkeyPatch) 
     anthropic = load_run_config([{"strategy": "retry", "critic": {"model": {"model": "anthropic/claude-x"}}}])
     with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
         check_critic(anthropic)
-    bad = load_run_config([{"strategy": "retry", "policy": {"model": "scripted/demo"},
-                            "critic": {"name": "lastk", "options": {"k": 0}, "model": {"model": "scripted/c"}}}])
-    with pytest.raises(ValueError, match=r"critic.options.k"):
-        check_critic(bad)
-    check_critic(load_run_config([{"policy": {"model": "scripted/demo"}}]))  # single: nothing to check
+    with pytest.raises(ValueError, match=r"critic\.options\.k for lastk: Input should be greater"):  # refused at load
+        load_run_config([{"strategy": "retry", "policy": {"model": "scripted/demo"},
+                          "critic": {"name": "lastk", "options": {"k": 0}, "model": {"model": "scripted/c"}}}])
+    check_strategy(load_run_config([{"policy": {"model": "scripted/demo"}}]))  # single: nothing to check
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     check_critic(no_key)
 

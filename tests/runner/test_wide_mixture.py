@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import app
-from runner.cli.wide import check_wide
 from runner.config import load_run_config
 from runner.mixture import MixtureError, assign, parse_mixture
+from runner.strategy import check_strategy
 
 
 def test_text_form_with_counts_and_defaults() -> None:
@@ -68,9 +68,9 @@ def test_malformed_yaml_items_are_one_line(tmp_path: Path) -> None:
 
 def test_config_check_before_any_desktop() -> None:
     cfg = load_run_config([{"strategy": "wide", "wide": {"mixture": "a/b*2", "rollouts": 3}}])
-    check_wide(cfg)
+    check_strategy(cfg)
     with pytest.raises(MixtureError):
-        check_wide(load_run_config([{"strategy": "wide", "wide": {"mixture": "a/b*"}}]))
+        check_strategy(load_run_config([{"strategy": "wide", "wide": {"mixture": "a/b*"}}]))
 
 
 def test_command_line_rejects_a_bad_mixture_in_one_line() -> None:

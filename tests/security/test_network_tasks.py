@@ -1,7 +1,7 @@
 """Which tasks a local desktop gives the internet: the rule of `environments.tasks.network`
 on a corpus of task files (tests/security/corpus/network_tasks.jsonl) and on OSWorld's own
 examples, and through the run record's round trip (a suite's ``requires_network`` flag
-survives `to_core_task` / `from_core_task`)."""
+survives a run folder's task.json)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from core.trajectory import Task
 from environments.tasks import load_task, parse_task
-from environments.tasks.convert import from_core_task, to_core_task
 from environments.tasks.network import needs_network, network_reason
 from reference_data import OSWORLD_TASKS, requires_osworld_tasks
 
@@ -21,7 +21,8 @@ _CASES = [json.loads(line) for line in _CORPUS.read_text().splitlines() if line.
 
 @pytest.mark.parametrize("case", _CASES, ids=[c["case"] for c in _CASES])
 def test_network_rule_on_the_corpus(case: dict) -> None:
-    task = case["task"] if case.get("raw") else parse_task(case["task"], case["case"])
+    # a "raw" case is a run folder's record (a free-text task has no evaluator), the rest task files
+    task = Task.model_validate(case["task"]) if case.get("raw") else parse_task(case["task"], case["case"])
     assert needs_network(task) is case["expect"], network_reason(task)
     assert (network_reason(task) is None) is (not case["expect"])
 
@@ -29,7 +30,7 @@ def test_network_rule_on_the_corpus(case: dict) -> None:
 def test_the_flag_survives_the_run_record() -> None:
     flagged = next(c for c in _CASES if c["case"] == "own suite says so")
     task = parse_task(flagged["task"])
-    assert needs_network(from_core_task(to_core_task(task)))
+    assert needs_network(Task.model_validate_json(task.model_dump_json()))
 
 
 @requires_osworld_tasks

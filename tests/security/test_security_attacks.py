@@ -31,7 +31,7 @@ from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment, de
 from environments.local.homes import mounted_below
 from environments.local.server_env import server_environment
 from environments.local.spawner import run_blocking
-from environments.local.uids import uid_busy
+from environments.walls.uids import uid_busy
 
 pytestmark = [pytest.mark.security, pytest.mark.desktop, pytest.mark.integration]
 

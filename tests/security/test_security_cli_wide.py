@@ -51,7 +51,7 @@ from security_helpers import (
 )
 
 from core.llm import ScriptRequest
-from environments.local.uids import FIRST_UID
+from environments.walls.uids import FIRST_UID
 from runner.demo_policy import PlannedReplies, action_reply, role_of
 
 pytestmark = [pytest.mark.security, pytest.mark.desktop, pytest.mark.integration]
@@ -106,8 +106,10 @@ def _attacker(tok: str, control: str, mark: str, envs: Path, canary: Path, targe
     found = "grep -o 'SEC''RET-[0-9a-f]\\{8,\\}' | sort -u | head -5"
     return "\n".join([
         f"echo ATTACK-'RAN'-{tok}",
-        # Controls: its own secret where the probes below look, which they must find.
-        f"echo SEC'RET-'{control} > ~/secret.txt; setsid sh -c 'sleep 60' own-SEC'RET-'{control} &",
+        # Controls: its own secret where the probes below look, which they must find. The
+        # sleeper lets go of the step's output (holding it kept the step open to its timeout).
+        f"echo SEC'RET-'{control} > ~/secret.txt;"
+        f" setsid sh -c 'sleep 60' own-SEC'RET-'{control} </dev/null >/dev/null 2>&1 &",
         # xdotool into the desktop's own xterm: runs in the desktop, never on the host.
         f"timeout 20 xdotool search --sync --name {_TERM} windowactivate --sync"
         f" && xdotool type --delay 5 'touch {mark}; id -u > ~/typed' && xdotool key Return",

@@ -180,7 +180,7 @@ async def test_a_task_that_needs_the_internet_gets_a_nat_that_cannot_reach_the_h
 
 def test_the_egress_table_matches_only_the_desktops_uids() -> None:
     from environments.local.netns import egress_rules
-    from environments.local.uids import FIRST_UID, SLOTS
+    from environments.walls.uids import FIRST_UID, SLOTS
 
     rules = egress_rules()
     assert f"table inet {TABLE} {{" in rules and f"delete table inet {TABLE}" in rules

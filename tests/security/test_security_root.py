@@ -25,9 +25,9 @@ from security_helpers import Canary, Tally, shell
 import environments
 from core.protocols import EnvironmentLost, ExecResult
 from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
-from environments.local.confine import desktop_site
 from environments.local.server_env import server_environment
 from environments.local.spawner import run_blocking
+from environments.walls.system import desktop_site
 
 pytestmark = [pytest.mark.security, pytest.mark.desktop, pytest.mark.integration]
 #: The project's sources on the host (shown read-only inside at /opt/agent-s3/src).
@@ -65,7 +65,11 @@ def _host_targets() -> dict[Path, str]:
 async def test_root_is_uid_0_inside_and_an_unprivileged_uid_outside(pair: list[LocalEnvironment], tally: Tally) -> None:
     env = pair[0]
     name = f"root-made-{secrets.token_hex(3)}"
-    done = await as_root(env, f"id -u; grep ^Cap /proc/self/status; touch /home/user/{name}; sleep 30 & echo PID $!")
+    # The sleeper (a process of the desktop's root, alive while its owner is looked up below)
+    # lets go of the output, which it held open for its 30 s.
+    done = await as_root(
+        env, f"id -u; grep ^Cap /proc/self/status; touch /home/user/{name}; sleep 30 </dev/null >/dev/null 2>&1 & echo PID $!"
+    )
     lines = done.stdout.split()
     assert lines[0] == "0", done.stdout  # it ran as root inside
     caps = int(done.stdout.split("CapEff:")[1].split()[0], 16)

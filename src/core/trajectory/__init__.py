@@ -18,6 +18,7 @@ from .base import Record, RunFolderError, load_record
 from .judging import Narrative, RolloutError, Selection, TaskResult, rollout_error, rollout_errors
 from .layout import RunLayout, TaskDir
 from .names import SCREENSHOT_ROLES, check_name, screenshot_name, step_image_name
+from .osworld import Evaluator, GetterSpec, MetricCall, SetupStep
 from .resume import ResumePlan, plan_resume
 from .rollout import (
     AGENT_OUTCOMES,
@@ -38,6 +39,9 @@ __all__ = [
     "TASK_ERRORS",
     "TERMINAL_STATUSES",
     "WORLD_FAILURES",
+    "Evaluator",
+    "GetterSpec",
+    "MetricCall",
     "Narrative",
     "Platform",
     "PointerEvent",
@@ -50,6 +54,7 @@ __all__ = [
     "RunFolderError",
     "RunLayout",
     "Selection",
+    "SetupStep",
     "Step",
     "StepTimings",
     "Task",

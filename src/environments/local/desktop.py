@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Literal
 
 from core.protocols import EnvError, EnvironmentLost
+from environments.doors.forward import TcpForwarder
+from environments.walls.system import HOME
 
-from .confine import HOME
-from .forward import TcpForwarder
 from .homes import drop_home
 from .netns import DesktopNetwork
 from .procs import ProcInfo, pss_kib

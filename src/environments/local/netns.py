@@ -36,8 +36,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.protocols import EnvError
-
-from .uids import FIRST_UID, SLOTS, UidLease, lease_uid
+from environments.egress import egress_rules as _egress_rules
+from environments.egress import install_egress_rules as _install
+from environments.walls.uids import FIRST_UID, SLOTS, UidLease, lease_uid
 
 __all__ = ["GATEWAY", "GUEST_ADDRESS", "GUEST_DNS", "SUBNET", "TABLE", "DesktopNetwork", "egress_rules", "uplinks"]
 
@@ -85,50 +86,16 @@ def uplinks() -> list[str]:
 def egress_rules(
     first_uid: int = FIRST_UID, last_uid: int = FIRST_UID + SLOTS - 1, outside: Sequence[str] = ()
 ) -> str:
-    """The nftables script that (re)defines `TABLE` atomically. ``outside``: the interfaces of
-    the way out (`uplinks`); what the NAT sends anywhere else (another network namespace of
-    this machine behind a bridge or veth, a container) is rejected. Without any, nothing but
-    the rules for this machine's own addresses applies."""
-    uids = f"meta skuid {first_uid}-{last_uid}"
-    names = ", ".join(f'"{name}"' for name in outside)
-    elsewhere = (
-        [f"    {uids} meta l4proto tcp oifname != {{ {names} }} reject with tcp reset",
-         f"    {uids} oifname != {{ {names} }} reject"]
-        if outside else []
-    )  # fmt: skip
-    return "\n".join([
-        f"table inet {TABLE} {{}}",
-        f"delete table inet {TABLE}",
-        f"table inet {TABLE} {{",
-        "  chain egress {",
-        "    type filter hook output priority 0; policy accept;",
-        f"    {uids} meta l4proto tcp fib daddr type local reject with tcp reset",
-        f"    {uids} fib daddr type local reject",
-        f"    {uids} meta l4proto tcp ip daddr {{ 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16 }} reject with tcp reset",
-        f"    {uids} ip daddr {{ 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16 }} reject",
-        f"    {uids} meta l4proto tcp ip6 daddr {{ ::1, fe80::/10 }} reject with tcp reset",
-        f"    {uids} ip6 daddr {{ ::1, fe80::/10 }} reject",
-        *elsewhere,
-        "  }",
-        "}",
-        "",
-    ])  # fmt: skip
+    """The nftables script that (re)defines `TABLE` atomically (`environments.egress`).
+    ``outside``: the interfaces of the way out (`uplinks`); what the NAT sends anywhere else
+    (another network namespace of this machine behind a bridge or veth, a container) is
+    rejected."""
+    return _egress_rules(TABLE, first_uid, last_uid, outside=outside)
 
 
 def install_egress_rules() -> None:
     """Define `TABLE` (idempotent, atomic; other runs' desktops share it)."""
-    if shutil.which("nft", path=_PATH) is None:
-        raise EnvError(
-            "a desktop with network needs nftables to keep it off this machine's own addresses; "
-            "install it (apt-get install nftables) or run with --network off"
-        )
-    done = subprocess.run(
-        ["nft", "-f", "-"], input=egress_rules(outside=uplinks()), capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise EnvError(
-            f"cannot install the desktops' nftables rules: {done.stderr.strip() or done.returncode}"
-        )
+    _install(egress_rules(outside=uplinks()), needed_by="a desktop with network", whose="the desktops'")
 
 
 def _needs(tool: str, package: str) -> None:

@@ -16,131 +16,75 @@ business. Each connection carries one request (``Connection: close``) unless it 
 
 from __future__ import annotations
 
+import asyncio
 import base64
-import contextlib
-import ctypes
 import logging
-import os
 import socket
-import threading
+
+from environments.doors.server import LoopDoor, ends_quietly, pump, socket_in_netns
 
 __all__ = ["ProxyRelay", "listen_in_netns"]
 
 _log = logging.getLogger("environments.local.proxy_relay")
-_CLONE_NEWNET = 0x40000000
 _HEAD_LIMIT = 64 * 1024
-_CHUNK = 65536
 _DROP = {b"proxy-authorization", b"proxy-connection", b"connection", b"keep-alive"}
 
 
 def listen_in_netns(netns: str, port: int, *, host: str = "127.0.0.1") -> socket.socket:
     """A listening TCP socket on ``host:port`` inside the network namespace at `netns`."""
-    result: list[socket.socket | BaseException] = []
-
-    def work() -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            with open(netns, "rb") as handle:
-                if libc.setns(handle.fileno(), _CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"cannot enter network namespace {netns}: {os.strerror(err)}")
-            sock = socket.socket()
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-            sock.listen(64)
-            result.append(sock)
-        except BaseException as exc:  # handed to the caller
-            result.append(exc)
-
-    thread = threading.Thread(target=work, name="netns-listen", daemon=True)
-    thread.start()
-    thread.join()
-    found = result[0]
-    if isinstance(found, BaseException):
-        raise found
-    return found
+    sock = socket_in_netns(netns)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(64)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
-class ProxyRelay:
+class ProxyRelay(LoopDoor):
     """``127.0.0.1:port`` in a desktop's namespace, relayed to an upstream HTTP proxy."""
 
     def __init__(self, netns: str, upstream: tuple[str, int], *, username: str | None = None,
                  password: str | None = None, port: int = 18888) -> None:
         self.upstream = upstream
-        self.port = port
         self._auth = None
         if username and password:
             token = base64.b64encode(f"{username}:{password}".encode()).decode()
             self._auth = f"Proxy-Authorization: Basic {token}".encode()
-        self._listener = listen_in_netns(netns, port)
-        self._closed = False
         self.relayed = 0
-        self._thread = threading.Thread(target=self._accept, name=f"proxy-relay-{port}", daemon=True)
-        self._thread.start()
+        # Only the desktop reaches its own loopback: no uid to check there.
+        super().__init__(f"proxy-relay-{port}", listener=listen_in_netns(netns, port), own_uid=False)
 
     def __repr__(self) -> str:  # never show the credentials
         return f"ProxyRelay(port={self.port}, upstream={self.upstream[0]}:{self.upstream[1]})"
 
-    def close(self) -> None:
-        self._closed = True
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
+    def _protocol(self) -> asyncio.Protocol:
+        return asyncio.StreamReaderProtocol(asyncio.StreamReader(limit=_HEAD_LIMIT), ends_quietly(self._serve))
 
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), name="proxy-relay-conn", daemon=True).start()
-
-    def _head(self, client: socket.socket) -> tuple[bytes, bytes] | None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = client.recv(_CHUNK)
-            if not chunk or len(data) > _HEAD_LIMIT:
-                return None
-            data += chunk
-        head, _, rest = data.partition(b"\r\n\r\n")
-        return head, rest
-
-    def _rewrite(self, head: bytes) -> tuple[bytes, bool]:
+    def _rewrite(self, head: bytes) -> bytes:
         lines = head.split(b"\r\n")
         tunnel = lines[0].upper().startswith(b"CONNECT ")
         kept = [line for line in lines[1:] if line.split(b":", 1)[0].strip().lower() not in _DROP]
         extra = ([self._auth] if self._auth else []) + ([] if tunnel else [b"Connection: close"])
-        return b"\r\n".join([lines[0], *kept, *extra]) + b"\r\n\r\n", tunnel
+        return b"\r\n".join([lines[0], *kept, *extra]) + b"\r\n\r\n"
 
-    def _serve(self, client: socket.socket) -> None:
-        upstream: socket.socket | None = None
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            found = self._head(client)
-            if found is None:
-                return
-            head, _ = self._rewrite(found[0])
-            upstream = socket.create_connection(self.upstream, timeout=30)
-            upstream.settimeout(None)
-            upstream.sendall(head + found[1])
-            self.relayed += 1
-
-            def pump(src: socket.socket, dst: socket.socket) -> None:
-                try:
-                    while chunk := src.recv(_CHUNK):
-                        dst.sendall(chunk)
-                except OSError:
-                    pass
-                finally:
-                    with contextlib.suppress(OSError):
-                        dst.shutdown(socket.SHUT_WR)
-
-            back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
-            back.start()
-            pump(client, upstream)
-            back.join(timeout=600)
-        except OSError as exc:
+            head = await reader.readuntil(b"\r\n\r\n")
+            theirs, upstream = await asyncio.wait_for(asyncio.open_connection(*self.upstream), 30)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            writer.close()
+            return
+        except (OSError, TimeoutError) as exc:
             _log.warning("the proxy relay could not reach the upstream proxy (%s)", type(exc).__name__)
+            writer.close()
+            return
+        try:
+            upstream.write(self._rewrite(head[:-4]))
+            self.relayed += 1
+            await asyncio.gather(pump(reader, upstream), pump(theirs, writer))
         finally:
-            for sock in (client, upstream):
-                if sock is not None:
-                    sock.close()
+            writer.close()
+            upstream.close()

@@ -31,15 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.protocols import EnvError
+from environments.walls.seccomp import filter_fd
+from environments.walls.system import group_file, passwd_file, sandbox_python
+from environments.walls.uids import UidLease, lease_uid, uid_busy
 
 from .cgroups import DesktopCgroup
-from .confine import Confinement, group_file, passwd_file, sandbox_python
+from .confine import Confinement
 from .homes import drop_home, home_setup_argv, new_home_dir
 from .netns import DesktopNetwork
 from .procs import ProcInfo, children, kill_pids, namespace_processes, pid_namespace
-from .seccomp import filter_fd
 from .snapshot import SnapshotSpec
-from .uids import UidLease, lease_uid, uid_busy
 
 __all__ = ["Sandbox", "SandboxSettings"]
 

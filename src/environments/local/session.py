@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 
 from core.protocols import EnvError
+from environments.walls.system import HOME
 
-from .confine import HOME
 from .procs import spawn, wait_until
 from .x11 import center_pointer, wait_for_window, wait_for_wm
 from .xserver import start_xvfb

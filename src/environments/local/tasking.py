@@ -16,7 +16,6 @@ from core.protocols import EnvError, WorkerFacts
 from core.trajectory import Task
 from environments.osworld.client import OSWorldClient
 from environments.osworld.proxy import wants_proxy
-from environments.tasks.convert import from_core_task
 from environments.tasks.handling import needs_client, score_with, set_up_with
 from environments.tasks.network import needs_network
 from environments.tasks.readiness import Readiness, wait_ready
@@ -78,7 +77,7 @@ class DesktopTasks:
         internet if the task needs it (and the desktops' network mode allows), with OSWorld's
         proxy if the task asks for it and a pool file is there (`local_proxy`), then set up and
         wait until the desktop is ready for the first look (`readiness`)."""
-        wanted = needs_network(task.to_osworld())
+        wanted = needs_network(task)
         self.close_proxy()  # its namespace goes with the revert
         await self._revert_to(task.snapshot if task.snapshot in SNAPSHOTS else "blank", needs_network=wanted)
         info = self.desktop.info()
@@ -90,7 +89,7 @@ class DesktopTasks:
             async with self._client() as client:
                 self.last_setup_warnings = await set_up_with(client, task, cache_dir, use_proxy=self.proxied)
                 if task.config:
-                    self.last_readiness = await wait_ready(client, from_core_task(task))
+                    self.last_readiness = await wait_ready(client, task)
 
     async def score(self, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
         if not task.evaluator:

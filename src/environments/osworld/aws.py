@@ -192,7 +192,7 @@ class AWSDesktop(OSWorldDesktop):
                     f"open it to this host (or forward it, connect_via) and keep {name} in required_ports")
 
     async def score_task(self, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
-        if task.evaluator.get("postconfig"):
+        if task.evaluator is not None and task.evaluator.postconfig:
             self.machine.mark_used()  # postconfig steps change the desktop outside this client
         return await score_with(self.client, task, cache_dir, last_action=last_action,
                                 password=self._facts.password, use_proxy=self._proxied)

@@ -14,7 +14,6 @@ from core.protocols import EnvError, Environment, ExecResult, Platform, Sandbox,
 from core.trajectory import Task
 from environments.osworld.client import EndpointMissing, OSWorldClient
 from environments.osworld.sandbox import ServerSandbox
-from environments.tasks.convert import from_core_task
 from environments.tasks.handling import score_with, set_up_with
 from environments.tasks.readiness import wait_ready
 
@@ -106,7 +105,7 @@ class OSWorldDesktop(Environment):
             await self.revert()
         await set_up_with(self.client, task, cache_dir, password=self._facts.password)
         if task.config:  # OSWorld's harness sleeps 60 s here; this waits until the desktop is ready
-            await wait_ready(self.client, from_core_task(task))
+            await wait_ready(self.client, task)
 
     async def score_task(self, task: Task, cache_dir: Path, *, last_action: str | None) -> float | None:
         return await score_with(

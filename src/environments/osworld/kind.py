@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 
 from aws import FleetConfig
-from core.config import redact_urls
+from core.config import Checks, redact_urls
 from core.protocols import EnvError, Platform
 
 from ..kinds import EnvironmentKind, EnvironmentSettings, PoolRequest, register
@@ -55,9 +55,10 @@ class AWSSettings(EnvironmentSettings):
     kind: Literal["aws"] = "aws"
     token: SecretStr | None = None
     """Bearer token of the server (each instance's on a fleet), if it wants one."""
-    fleet: dict[str, Any] = Field(default_factory=dict)
-    """The fleet's settings (region, images, instance_type, ...), checked by `aws.FleetConfig`;
-    unset ones come from OSWorld's environment variables."""
+    fleet: Annotated[dict[str, Any], Checks(lambda data: FleetConfig, "`aws.FleetConfig`", partial=True,
+                                            label="fleet")] = Field(default_factory=dict)
+    """The fleet's settings (region, images, instance_type, ...); unset ones come from
+    OSWorld's environment variables."""
     action_timeout: float = Field(default=30.0, gt=0)
     """Seconds one GUI action may run."""
 

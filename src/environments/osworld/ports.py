@@ -13,7 +13,6 @@ import functools
 import inspect
 
 from core.trajectory import Task
-from environments.tasks.convert import from_core_task
 from environments.tasks.official import MissingScorer, reads_attribute, setup_controller_class
 
 __all__ = ["PORT_ATTRIBUTES", "task_ports"]
@@ -46,9 +45,8 @@ def _getter_reads(getter_type: str, attribute: str) -> bool:
 
 def task_ports(task: Task) -> set[str]:
     """The ports (``chromium``, ``vlc``) `task`'s setup, postconfig or getters dial."""
-    official = from_core_task(task)
-    steps = [*official.config, *official.evaluator.postconfig]
-    getters = [spec.type for call in official.evaluator.calls() for spec in (call.result, call.expected)
+    steps = task.all_steps()
+    getters = [spec.type for call in task.metric_calls() for spec in (call.result, call.expected)
                if spec is not None]
     return {name for name, attribute in PORT_ATTRIBUTES.items()
             if any(_step_reads(s.type, attribute) for s in steps) or any(_getter_reads(g, attribute) for g in getters)}

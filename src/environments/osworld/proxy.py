@@ -64,7 +64,7 @@ class ProxyPlan:
 
 def wants_proxy(task: Task) -> bool:
     """Whether the task asks for OSWorld's proxy (``"proxy": true`` in its file)."""
-    return task.extra.get("proxy") is True
+    return task.proxy
 
 
 def _read_pool(path: Path) -> list[dict[str, Any]]:

@@ -81,7 +81,7 @@ class QemuEnvironment(OSWorldDesktop):
         """Restore the boot snapshot (with the NAT when the task needs the internet and the
         network mode allows), run the setup through OSWorld's controller, and, with
         ``snapshot_after_setup``, fork the task's later rollouts from the set-up state."""
-        internet = self.provider.internet_for(needs_network(task.to_osworld()))
+        internet = self.provider.internet_for(needs_network(task))
         saved = self.provider.task_snapshot(task.id, internet)
         if saved is not None:
             await self.provider.restore(self, saved, internet=internet)

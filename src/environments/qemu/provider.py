@@ -19,7 +19,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -28,8 +27,8 @@ from pathlib import Path
 from core.protocols import Checkpoint, EnvError, EnvironmentLost
 
 from ..capacity import machine_room, plan_fleet
-from ..local.uids import lease_uid
 from ..pool import ReplacingPool
+from ..walls.uids import lease_uid
 from .accel import TCG_COST, AccelChoice, choose_accel
 from .environment import QemuEnvironment
 from .image import boot_manifest, default_cache
@@ -38,6 +37,7 @@ from .network import install_vm_egress_rules
 from .process import DiskFile, QemuProcess
 from .snapshot import Snapshot, freeze, image_layers, new_overlay, new_snapshot_folder
 from .vm import QemuVM, free_port, mac_for
+from .watchdog import reap_pool, start_watchdog
 
 __all__ = ["VM_FIRST_UID", "VM_SLOTS", "QemuProvider", "default_vm_dir"]
 
@@ -322,21 +322,8 @@ async def _wait_server(process: QemuProcess, url: str, timeout: float, name: str
             await asyncio.sleep(0.1)
 
 
-def start_watchdog(pool_folder: Path) -> subprocess.Popen[bytes]:
-    """A process that kills this pool's VMs once this process is gone, however it ends."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    return subprocess.Popen(
-        [sys.executable, "-m", "environments.qemu.watchdog", "--owner", str(os.getpid()), "--pool", str(pool_folder)],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, close_fds=True,
-    )  # fmt: skip
-
-
 def sweep_stale_pools(base_dir: Path) -> int:
     """Kill the VMs of pools whose owner died without cleaning up; returns how many."""
-    from .watchdog import reap_pool
-
     killed = 0
     pools = base_dir / "pools"
     if not pools.is_dir():

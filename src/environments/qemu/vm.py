@@ -20,7 +20,7 @@ from pathlib import Path
 
 from core.protocols import EnvError, EnvironmentLost
 
-from ..local.uids import UidLease
+from ..walls.uids import UidLease
 from .machine import GUEST_PORTS, NetSpec
 from .process import DiskFile, QemuProcess
 from .snapshot import Snapshot, freeze, new_overlay, new_snapshot_folder

@@ -1,11 +1,9 @@
 """Kill a pool's VMs when the process that owns them dies, however it dies.
 
-Each QEMU dies with the spawner thread that started it (a parent-death signal). This tiny
-process is the second line: in a session of its own (Ctrl-C at a terminal does not reach
-it), it waits on a pidfd of the owner and, when the owner is gone, kills every QEMU whose
-pid the pool's VM folders record (checked to be that VM's QEMU) and deletes the pool's
-folder. The owner stops it with SIGTERM on a clean close; `sweep_stale_pools` does the same
-for pools found ownerless.
+Each QEMU dies with the spawner thread that started it (a parent-death signal). The
+watchdog (`environments.watchdog`) is the second line: when the owner is gone, it kills
+every QEMU whose pid the pool's VM folders record (checked to be that VM's QEMU) and deletes
+the pool's folder. `sweep_stale_pools` does the same for pools found ownerless.
 
 Run as ``python -m environments.qemu.watchdog --owner PID --pool DIR``.
 """
@@ -14,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import select
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 
-__all__ = ["pool_processes", "reap_pool"]
+from environments.watchdog import run_watchdog
+from environments.watchdog import start_watchdog as _start
+
+__all__ = ["pool_processes", "reap_pool", "start_watchdog"]
 
 
 def _qemu_of(pid: int, name: str) -> bool:
@@ -57,27 +58,15 @@ def reap_pool(pool: Path) -> int:
     return killed
 
 
-def _wait_for_exit(pid: int) -> None:
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        select.select([fd], [], [])
-    finally:
-        os.close(fd)
+def start_watchdog(pool_folder: Path) -> subprocess.Popen[bytes]:
+    """A process that kills this pool's VMs once this process is gone, however it ends."""
+    return _start("environments.qemu.watchdog", "--pool", str(pool_folder))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m environments.qemu.watchdog")
-    parser.add_argument("--owner", type=int, required=True)
     parser.add_argument("--pool", type=Path, required=True)
-    args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _wait_for_exit(args.owner)
-    reap_pool(args.pool)
-    return 0
+    return run_watchdog(parser, lambda args: reap_pool(args.pool), argv)
 
 
 if __name__ == "__main__":

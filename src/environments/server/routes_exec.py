@@ -8,7 +8,7 @@ script twice.
 
 Fields that steer execution are checked strictly, since a lenient reading turns a client's
 mistake into its opposite: `shell` is a JSON boolean or one of the strings OSWorld's task
-files use, read as OSWorld's server reads them (`environments.shell_flag`: ``"true"`` and
+files use, read as OSWorld's server reads them (`core.shell_flag`: ``"true"`` and
 ``"false"`` are non-empty strings, so both run through a shell), and a `timeout` must be a
 finite number of seconds above zero and at most `MAX_TIMEOUT_S` (NaN, infinity or a
 negative number would disable the limit). Any other value is a 400 naming the field.
@@ -27,10 +27,10 @@ from typing import Any
 from aiohttp import web
 
 from core.protocols import ExecResult
+from core.shell_flag import osworld_shell
 from environments.server.bodies import bad_request, command_argv, expand_path, json_body
 from environments.server.processes import run_captured
 from environments.server.state import STATE, ServerState
-from environments.shell_flag import osworld_shell
 
 __all__ = ["MAX_TIMEOUT_S", "routes"]
 

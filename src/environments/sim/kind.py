@@ -16,17 +16,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import Field
 
 from core.clock import ClockSpec
+from core.config import Checks
 from core.protocols import EnvError
 
 from ..kinds import EnvironmentKind, EnvironmentSettings, PoolRequest, register
 from ..pool import EnvironmentPool
 from .fleet import SimFleet
-from .profile import load_profile
+from .profile import FleetProfile, load_profile
 
 __all__ = ["SimSettings"]
 
@@ -53,7 +54,9 @@ class SimSettings(EnvironmentSettings):
     before scoring), to replay the paper's pipeline; the runner itself waits for readiness."""
     profile: Path | None = None
     """A YAML file merged over the bundled fleet profile (environments/sim/fleet.yaml)."""
-    overrides: dict[str, Any] = Field(default_factory=dict)
+    overrides: Annotated[dict[str, Any], Checks(
+        lambda data: FleetProfile, "`environments.sim.profile.FleetProfile` (merged over the bundled fleet.yaml)",
+        partial=True, label="overrides")] = Field(default_factory=dict)
     """Keys merged over the profile, e.g. ``{providers: {aws: {failure_per_hour: 0.05}}}``."""
     fleet_log: Path | None = None
     """Append what the fleet did (machine-hours, dollars, launches, losses, the most lent

@@ -1,5 +1,6 @@
 """Tasks in OSWorld's format: loading, set-up and scoring by OSWorld's own code, and the local task suite."""
 
+from core.trajectory import Evaluator, GetterSpec, MetricCall, SetupStep
 from environments.tasks.client import TaskClient, command_output
 from environments.tasks.context import TaskContext
 from environments.tasks.door import Endpoint
@@ -13,7 +14,6 @@ from environments.tasks.errors import (
 )
 from environments.tasks.evaluate import check_evaluator, evaluate, run_setup
 from environments.tasks.loader import iter_task_files, load_task, load_task_list, parse_task, read_task_list
-from environments.tasks.model import Evaluator, GetterSpec, MetricCall, OSWorldTask, SetupStep
 from environments.tasks.suite import SUITE_DIR, load_suite
 from environments.tasks.support import SupportReport, support_report, task_gaps
 
@@ -23,7 +23,6 @@ __all__ = [
     "Evaluator",
     "GetterSpec",
     "MetricCall",
-    "OSWorldTask",
     "SetupStep",
     "SupportReport",
     "TaskClient",

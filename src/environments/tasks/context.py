@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from core.trajectory import Task
 from environments.tasks.errors import TaskRunError
-from environments.tasks.model import OSWorldTask
 
 __all__ = ["TaskContext", "download_cache_name", "resolve_local"]
 
@@ -25,7 +25,7 @@ __all__ = ["TaskContext", "download_cache_name", "resolve_local"]
 class TaskContext:
     """One task being set up or scored against one environment."""
 
-    task: OSWorldTask
+    task: Task
     #: Host-side folder for downloaded inputs, fetched results and saved command outputs.
     cache_dir: Path
     #: Replaces ``{CLIENT_PASSWORD}`` in commands (OSWorld's desktop user password).

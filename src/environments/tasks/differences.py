@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from environments.tasks.model import OSWorldTask
+from core.trajectory import Task
 from environments.tasks.network import BROWSER_APPS
 
 __all__ = ["DIFFERENCES", "Difference", "task_differences"]
@@ -28,30 +28,30 @@ class Difference:
     key: str
     #: How the local desktop differs, in one line.
     what: str
-    applies: Callable[[OSWorldTask], bool]
+    applies: Callable[[Task], bool]
 
 
-def _texts(task: OSWorldTask) -> str:
+def _texts(task: Task) -> str:
     """Every command, path and getter field of the task, as one text to search."""
     parts: list[str] = []
     for step in task.all_steps():
         parts.append(repr(step.parameters))
-    for call in task.evaluator.calls():
+    for call in task.metric_calls():
         for spec in (call.result, call.expected):
             if spec is not None:
                 parts.append(f"{spec.type} {spec.params!r}")
     return "\n".join(parts)
 
 
-def _apps(task: OSWorldTask) -> set[str]:
+def _apps(task: Task) -> set[str]:
     return {a.lower() for a in task.related_apps} | {task.snapshot.lower()}
 
 
-def _getters(task: OSWorldTask) -> set[str]:
-    return {spec.type for call in task.evaluator.calls() for spec in (call.result, call.expected) if spec is not None}
+def _getters(task: Task) -> set[str]:
+    return {spec.type for call in task.metric_calls() for spec in (call.result, call.expected) if spec is not None}
 
 
-def _mentions(pattern: str) -> Callable[[OSWorldTask], bool]:
+def _mentions(pattern: str) -> Callable[[Task], bool]:
     compiled = re.compile(pattern)
     return lambda task: bool(compiled.search(_texts(task)))
 
@@ -106,6 +106,6 @@ DIFFERENCES: tuple[Difference, ...] = (
 )
 
 
-def task_differences(task: OSWorldTask) -> list[Difference]:
+def task_differences(task: Task) -> list[Difference]:
     """The known differences a task meets (see the module): none of them blocks it."""
     return [d for d in DIFFERENCES if d.applies(task)]

@@ -20,7 +20,8 @@ its DevTools (9222) and VLC (8080) ports: whatever the machine behind them answe
 host's tools never follow an address it names and never read more than a desktop may send
 (`environments.limits`). What the doors refused is the endpoint's `refusals`.
 
-Every door listens on 127.0.0.1 only and accepts only this process's uid.
+Every door listens on 127.0.0.1 only, accepts only this process's uid and reads HTTP with
+aiohttp.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from email.parser import BytesParser
@@ -36,8 +36,13 @@ from email.policy import HTTP
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
 
+from aiohttp import web
+
+from core.shell_flag import osworld_shell
+from environments.doors.desktop_door import DesktopPortDoor
+from environments.doors.forward import TcpForwarder
+from environments.doors.server import own_uid_only
 from environments.limits import FILE_BYTES, REPLY_SLACK, too_large
-from environments.shell_flag import osworld_shell
 from environments.tasks.client import TaskClient, command_not_run, command_output
 
 __all__ = ["ClientDoor", "DoorRoute", "Endpoint", "Routed", "reach"]
@@ -101,9 +106,6 @@ async def reach(target: TaskClient | Endpoint) -> AsyncIterator[Endpoint]:
         return
     if isinstance(target, Routed):
         route = target.door_route()
-        from environments.local.desktop_door import DesktopPortDoor
-        from environments.local.forward import TcpForwarder
-
         forwarder = TcpForwarder(route.upstream, token=route.token, http=True)
         browser: DesktopPortDoor | None = None
         vlc: DesktopPortDoor | None = None
@@ -186,51 +188,36 @@ class ClientDoor:
         #: Replies refused for their size, one line each (`Endpoint.refusals`).
         self.refusals: list[str] = []
         self._server: asyncio.Server | None = None
+        self._web: web.Server | None = None
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._web = web.Server(self._handle, max_line_size=65536, max_field_size=65536)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(own_uid_only(self, self._web), "127.0.0.1", 0)
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
+            if self._web is not None:
+                await self._web.shutdown(0.05)
             await self._server.wait_closed()
             self._server = None
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from environments.local.forward import peer_uid
+    async def _handle(self, request: web.BaseRequest) -> web.Response:
+        reply = await self._answer(request)
+        out = web.Response(status=reply.status, reason="OK" if reply.status == 200 else "Error", body=reply.body,
+                           content_type=None, headers={"Content-Type": reply.content_type})  # fmt: skip
+        out.force_close()
+        return out
 
-        try:
-            peer = writer.get_extra_info("peername")
-            if peer_uid((peer[0], peer[1]), ("127.0.0.1", self.port)) != os.getuid():
-                self.refused += 1
-                return
-            reply = await self._handle(reader)
-            head = (
-                f"HTTP/1.1 {reply.status} {'OK' if reply.status == 200 else 'Error'}\r\n"
-                f"Content-Type: {reply.content_type}\r\nContent-Length: {len(reply.body)}\r\n"
-                "Connection: close\r\n\r\n"
-            )
-            writer.write(head.encode() + reply.body)
-            await writer.drain()
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
-
-    async def _handle(self, reader: asyncio.StreamReader) -> _Reply:
-        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-        request_line, *header_lines = head.rstrip("\r\n").split("\r\n")
-        method, target, _ = request_line.split(" ", 2)
-        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
-        length = int(headers.get("content-length") or 0)
+    async def _answer(self, request: web.BaseRequest) -> _Reply:
+        length = request.content_length or 0
         if length > _BODY_LIMIT:
             return _error(413, f"body of {length} bytes exceeds the limit")
-        body = await reader.readexactly(length) if length else b""
+        body = await request.content.readexactly(length) if length else b""
         try:
-            return await self._route(method, target.split("?")[0], headers.get("content-type", ""), body)
+            return await self._route(request.method, request.path, request.headers.get("Content-Type", ""), body)
         except FileNotFoundError as exc:
             return _error(404, f"not found: {exc}")
         except (KeyError, ValueError, TypeError) as exc:

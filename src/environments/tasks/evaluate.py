@@ -23,23 +23,23 @@ import functools
 import math
 from typing import Any
 
+from core.trajectory import GetterSpec, MetricCall, Task
 from environments.tasks.client import TaskClient
 from environments.tasks.context import TaskContext
 from environments.tasks.door import Endpoint, reach
 from environments.tasks.errors import TaskError, TaskRunError, UnsupportedGetter, UnsupportedMetric
 from environments.tasks.getters import OfficialEnv, get_state, getter_refusal, official_env
 from environments.tasks.metric_sandbox import MetricSandbox, Missing
-from environments.tasks.model import GetterSpec, MetricCall, OSWorldTask
 from environments.tasks.official import unsupported_reason
 from environments.tasks.steps import check_steps, in_daemon_thread, run_steps
 
 __all__ = ["check_evaluator", "evaluate", "run_setup"]
 
 
-def check_evaluator(task: OSWorldTask, endpoint: Endpoint | None = None) -> None:
+def check_evaluator(task: Task, endpoint: Endpoint | None = None) -> None:
     """Raise the first reason this task's evaluator cannot run here (or through `endpoint`)."""
     ctx_id = task.id
-    for call in task.evaluator.calls():
+    for call in task.metric_calls():
         if call.func == "infeasible":
             continue
         reason = unsupported_reason(call.func)
@@ -54,7 +54,7 @@ def check_evaluator(task: OSWorldTask, endpoint: Endpoint | None = None) -> None
 
 def _check_task(ctx: TaskContext, endpoint: Endpoint) -> None:
     check_evaluator(ctx.task, endpoint)
-    check_steps(ctx.task.evaluator.postconfig, ctx, endpoint)
+    check_steps(ctx.task.evaluator.postconfig if ctx.task.evaluator else [], ctx, endpoint)
     check_steps(ctx.task.config, ctx, endpoint)
 
 
@@ -138,8 +138,11 @@ async def evaluate(
 ) -> float:
     """Run postconfig, fetch the states and apply the metrics; `last_action` is e.g. ``"FAIL"``."""
     task = ctx.task
+    evaluator = task.evaluator
+    if evaluator is None:
+        raise TaskRunError(f"task {task.id}: has no evaluator, so nothing scores it; give the task file one")
     failed = last_action is not None and last_action.strip().upper() == "FAIL"
-    calls = task.evaluator.calls()
+    calls = evaluator.calls()
     if len(calls) == 1 and calls[0].func == "infeasible":
         check_evaluator(task)
         return 1.0 if failed else 0.0
@@ -147,20 +150,20 @@ async def evaluate(
         raise UnsupportedMetric(task.id, "infeasible", "only valid as the single metric")
     async with reach(target) as endpoint:
         check_evaluator(task, endpoint)
-        check_steps(task.evaluator.postconfig, ctx, endpoint)
+        check_steps(evaluator.postconfig, ctx, endpoint)
         ctx.cache_dir.mkdir(parents=True, exist_ok=True)
         sandbox = MetricSandbox(ctx.cache_dir)
         try:
             if not failed:  # its modules load while postconfig and the getters run
                 await asyncio.to_thread(sandbox.start, [call.func for call in calls])
-            await run_steps(endpoint, task.evaluator.postconfig, ctx, phase="postconfig")
+            await run_steps(endpoint, evaluator.postconfig, ctx, phase="postconfig")
             _no_refusal(endpoint, ctx, "postconfig")
             if failed:
                 return 0.0
             env = official_env(endpoint, ctx)
             try:
                 score = await in_daemon_thread(
-                    functools.partial(_combine, env, calls, task.evaluator.conj, ctx, sandbox),
+                    functools.partial(_combine, env, calls, evaluator.conj, ctx, sandbox),
                     what=f"task {task.id}: scoring",
                 )
             except TaskRunError:

@@ -17,15 +17,17 @@ reach it. Getters are synchronous and run in a thread.
 
 from __future__ import annotations
 
+import copy
 import functools
+import os
 import shutil
 from dataclasses import dataclass
 from typing import Any
 
+from core.trajectory import GetterSpec
 from environments.tasks.context import TaskContext, resolve_local
 from environments.tasks.door import Endpoint
 from environments.tasks.errors import TaskRunError, UnsupportedGetter
-from environments.tasks.model import GetterSpec
 from environments.tasks.official import (
     getter,
     getter_modules,
@@ -35,6 +37,7 @@ from environments.tasks.official import (
 )
 
 __all__ = [
+    "GETTER_RETRY_SCALE_ENV",
     "REFUSED_GETTERS",
     "OfficialEnv",
     "get_state",
@@ -72,8 +75,21 @@ class OfficialEnv:
         return self.controller.get_vm_screen_size()
 
 
+#: Multiplies the wait between OSWorld's controller's attempts (5 s, three attempts: a missing
+#: result file costs 15 s); the test suite sets it low. The attempts themselves are kept.
+GETTER_RETRY_SCALE_ENV = "AGENT_S3_GETTER_RETRY_SCALE"
+
+
+def _retry_scale() -> float:
+    try:
+        return max(0.0, float(os.environ.get(GETTER_RETRY_SCALE_ENV, "1")))
+    except ValueError:
+        return 1.0
+
+
 def official_env(endpoint: Endpoint, ctx: TaskContext, setup_controller: Any = None) -> OfficialEnv:
     controller = python_controller_class()(endpoint.host, endpoint.port)
+    controller.retry_interval = controller.retry_interval * _retry_scale()
     return OfficialEnv(
         controller=controller,
         setup_controller=setup_controller,
@@ -136,7 +152,7 @@ def get_state(env: OfficialEnv, spec: GetterSpec | None, ctx: TaskContext) -> An
     reason = getter_refusal(spec.type)
     if reason is not None:
         raise UnsupportedGetter(ctx.task_id, spec.type, reason)
-    params = dict(spec.params)
+    params = copy.deepcopy(spec.params)  # OSWorld's getters may change it; the record is shared
     try:
         for key in _CACHE_NAMES.get(spec.type, ("dest",)):
             for name in params[key] if isinstance(params.get(key), list) else [params.get(key)]:

@@ -1,4 +1,4 @@
-"""A core `Task`'s setup and scoring through any task client: what environments call from
+"""A `Task`'s setup and scoring through any task client: what environments call from
 their `prepare_task` / `score_task`, so each provider only says how it reverts and which
 client reaches its desktop. Both run OSWorld's own code at a door to that client
 (`environments.tasks.door`)."""
@@ -10,7 +10,6 @@ from pathlib import Path
 from core.trajectory import Task
 from environments.tasks.client import TaskClient
 from environments.tasks.context import TaskContext
-from environments.tasks.convert import from_core_task
 from environments.tasks.door import Endpoint
 from environments.tasks.evaluate import evaluate, run_setup
 
@@ -23,7 +22,7 @@ def needs_client(task: Task) -> bool:
 
 
 def _context(task: Task, cache_dir: Path, password: str | None, use_proxy: bool = False) -> TaskContext:
-    ctx = TaskContext(task=from_core_task(task), cache_dir=cache_dir, use_proxy=use_proxy)
+    ctx = TaskContext(task=task, cache_dir=cache_dir, use_proxy=use_proxy)
     if password is not None:
         ctx.client_password = password  # fills OSWorld's {CLIENT_PASSWORD} placeholders
     return ctx

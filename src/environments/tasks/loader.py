@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.trajectory import Task
 from environments.tasks.errors import TaskFileError
-from environments.tasks.model import OSWorldTask
 
 __all__ = ["MAX_DEPTH", "iter_task_files", "load_task", "load_task_list", "parse_task", "read_task_list"]
 
@@ -26,29 +26,27 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in (
-            "str",
-            "list[...]",
-            "dict[str,any]",
-            "GetterSpec",
-            "function-after[_parallel_lists(), Evaluator]",
-        ):
-            continue
+        elif part in ("str", "int", "bool") or "[" in part or part[:1].isupper():
+            continue  # a union's member (`GetterSpec`, `list[...]`, `function-after[...]`), not a field
         else:
             out += f".{part}" if out else str(part)
     return out or "(top level)"
 
 
+#: How many bad fields one error line names before it counts the rest.
+_SHOWN = 5
+
+
 def _describe(error: ValidationError) -> str:
-    errors = error.errors()
-    first = errors[0]
-    field = _field_path(tuple(first["loc"]))
-    if first["type"] == "missing":
-        what = f"required field {field!r} is missing"
-    else:
-        what = f"field {field!r}: {first['msg']}"
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    return what + more
+    """Each bad field with its path and what is wrong, in one line."""
+    by_field: dict[str, str] = {}  # a union's members each refuse a value: its first reason says it
+    for each in error.errors():
+        field = _field_path(tuple(each["loc"]))
+        by_field.setdefault(field, f"required field {field!r} is missing" if each["type"] == "missing"
+                            else f"field {field!r}: {each['msg']}")
+    problems = list(by_field.values())
+    more = f" (and {len(problems) - _SHOWN} more problem(s))" if len(problems) > _SHOWN else ""
+    return "; ".join(problems[:_SHOWN]) + more
 
 
 #: How deep a task file or list may nest (OSWorld's own tasks reach 9): deeper is refused in
@@ -73,17 +71,20 @@ def _decode(text: str, path: Path, what: str) -> Any:
         raise TaskFileError(f"{path}: {what} nests too deep; fix the file") from None
 
 
-def parse_task(data: Any, source: str = "<task>") -> OSWorldTask:
-    """Validate an already-decoded task object; `source` names it in errors."""
+def parse_task(data: Any, source: str = "<task>", *, path: Path | None = None, domain: str = "") -> Task:
+    """Validate an already-decoded task object, once: the `Task` every room reads after this.
+    `source` names it in errors (with the task's id when it has one); `path` is the file it
+    came from (its folder resolves the set-up steps' relative files)."""
     if not isinstance(data, dict):
         raise TaskFileError(f"{source}: a task file must hold a JSON object, found {type(data).__name__}")
+    named = f"{source} (task {data['id']})" if isinstance(data.get("id"), str) else source
     try:
-        return OSWorldTask.model_validate(data)
+        return Task.from_osworld(data, source_path=str(path) if path is not None else None, domain=domain)
     except ValidationError as exc:
-        raise TaskFileError(f"{source}: {_describe(exc)}; fix the task file") from None
+        raise TaskFileError(f"{named}: {_describe(exc)}; fix the task file") from None
 
 
-def load_task(path: str | Path, domain: str = "") -> OSWorldTask:
+def load_task(path: str | Path, domain: str = "") -> Task:
     """Read and validate one task file."""
     path = Path(path)
     try:
@@ -91,7 +92,7 @@ def load_task(path: str | Path, domain: str = "") -> OSWorldTask:
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot read the task file ({exc.strerror or exc})") from None
     data = _decode(text, path, "the task file")
-    return parse_task(data, str(path)).located(path.resolve(), domain)
+    return parse_task(data, str(path), path=path.resolve(), domain=domain)
 
 
 def read_task_list(list_file: str | Path) -> dict[str, list[str]]:
@@ -110,7 +111,7 @@ def read_task_list(list_file: str | Path) -> dict[str, list[str]]:
     return data
 
 
-def load_task_list(list_file: str | Path, examples_dir: str | Path | None = None) -> list[OSWorldTask]:
+def load_task_list(list_file: str | Path, examples_dir: str | Path | None = None) -> list[Task]:
     """Load every task a list names, in list order.
 
     `examples_dir` defaults to ``examples`` beside the list file. A task whose `id` differs

@@ -37,6 +37,9 @@ from typing import Any
 
 from environments.tasks.errors import TaskRunError
 from environments.tasks.metric_worker import write_frame
+from environments.walls.seccomp import filter_fd, supported
+from environments.walls.system import OPT, group_file, passwd_file, python_paths, sandbox_python, system_argv
+from environments.walls.uids import lease_uid, uid_busy
 
 __all__ = ["METRIC_TIMEOUT_S", "MetricSandbox", "Missing"]
 
@@ -112,21 +115,9 @@ class MetricSandbox:
         self._pending_ready = True
 
     def _argv(self) -> list[str]:
-        from environments.local.confine import (
-            OPT,
-            group_file,
-            passwd_file,
-            python_paths,
-            sandbox_python,
-            system_argv,
-        )
-        from environments.local.seccomp import filter_fd, supported
-
         root = os.geteuid() == 0
         argv = ["bwrap", *system_argv()]
         if root:
-            from environments.local.uids import lease_uid
-
             self._lease = lease_uid()
             self.uid = self._lease.uid
             passwd, group = _memfd("passwd", passwd_file(self.uid, self.uid)), _memfd("group", group_file(self.uid))
@@ -259,8 +250,6 @@ class MetricSandbox:
 
 
 def _release(lease: Any) -> None:
-    from environments.local.uids import uid_busy
-
     for _ in range(500):
         if not uid_busy(lease.uid):
             lease.release()

@@ -26,7 +26,7 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
-from environments.tasks.model import OSWorldTask
+from core.trajectory import Task
 
 __all__ = ["BROWSER_APPS", "needs_network", "network_reason"]
 
@@ -70,38 +70,34 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
-def network_reason(task: OSWorldTask | dict[str, Any]) -> str | None:
-    """Why ``task`` needs the internet (one short phrase), or None when it needs none.
-    ``task`` may also be the raw task JSON (a free-text task has no evaluator to validate)."""
-    data = task.model_dump(mode="json") if isinstance(task, OSWorldTask) else task
+def network_reason(task: Task) -> str | None:
+    """Why ``task`` needs the internet (one short phrase), or None when it needs none."""
     for name in _FLAGS:
-        if name in data:
-            said = _flag(data[name])
+        if name in task.extra:
+            said = _flag(task.extra[name])
             if said is not None:
                 return f"the task file sets {name}" if said else None
-    if _flag(data.get("proxy")):
+    if task.proxy:
         return "the task asks for OSWorld's proxy"
     # An OSWorld task file names its apps in related_apps; its snapshot is a loose label that
     # OSWorld itself never reads (five VLC tasks say "chrome"), so it counts only without them.
-    apps = {str(a).lower() for a in data.get("related_apps") or []} or {str(data.get("snapshot") or "").lower()}
+    apps = {app.lower() for app in task.related_apps} or {task.snapshot.lower()}
     browser = sorted(apps & BROWSER_APPS)
     if browser:
         return f"a {browser[0]} task"
-    evaluator = data.get("evaluator")
-    postconfig = evaluator.get("postconfig") if isinstance(evaluator, dict) else None
-    for step in [*(data.get("config") or []), *(postconfig or [])]:
-        if not isinstance(step, dict) or step.get("type") in _HOST_SERVED:
+    for step in task.all_steps():
+        if step.type in _HOST_SERVED:
             continue
-        texts = _strings(step.get("parameters"))
+        texts = _strings(step.parameters)
         words = [word for s in texts for word in s.split() if "://" in word]
         if any(_remote(word) for word in words):
-            return f"its {step.get('type')} step names a remote URL"
+            return f"its {step.type} step names a remote URL"
         fetch = next((m.group(0) for s in texts if (m := _FETCHES.search(s))), None)
         if fetch is not None:
-            return f"its {step.get('type')} step fetches from the internet ({fetch})"
-    if isinstance(evaluator, dict) and evaluator.get("func") == "infeasible":
+            return f"its {step.type} step fetches from the internet ({fetch})"
+    if task.evaluator is not None and task.evaluator.func == "infeasible":
         return None  # answered FAIL: nothing to fetch
-    instruction = str(data.get("instruction") or "")
+    instruction = task.instruction
     if any(_remote(word.strip("\"'()<>.,;")) for word in instruction.split() if "://" in word):
         return "its instruction names a remote URL"
     if _INSTALL.search(instruction) and not _LOCAL_SOURCE.search(instruction):
@@ -109,6 +105,6 @@ def network_reason(task: OSWorldTask | dict[str, Any]) -> str | None:
     return None
 
 
-def needs_network(task: OSWorldTask | dict[str, Any]) -> bool:
+def needs_network(task: Task) -> bool:
     """True when ``task`` needs the internet (see the module's rules)."""
     return network_reason(task) is not None

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from PIL import Image, ImageChops
 
-from environments.tasks.model import OSWorldTask, SetupStep
+from core.trajectory import SetupStep, Task
 
 __all__ = ["CAP_S", "QUIET_S", "STILL_FRACTION", "Readiness", "expected_windows", "wait_ready"]
 
@@ -103,7 +103,7 @@ def _launch_program(step: SetupStep) -> str | None:
     return PurePosixPath(words[0]).name if words else None
 
 
-def expected_windows(task: OSWorldTask) -> list[tuple[str, tuple[str, ...]]]:
+def expected_windows(task: Task) -> list[tuple[str, tuple[str, ...]]]:
     """(what, window matchers) the task's setup leaves on screen: ``class:`` app window classes
     for its launched apps, ``title:`` file names and stems for its opened files."""
     wanted: list[tuple[str, tuple[str, ...]]] = []
@@ -159,7 +159,7 @@ def _still(before: Image.Image, after: Image.Image) -> bool:
     return histogram[255] <= STILL_FRACTION * before.width * before.height
 
 
-async def wait_ready(client: ReadinessClient, task: OSWorldTask, *, cap: float = CAP_S) -> Readiness:
+async def wait_ready(client: ReadinessClient, task: Task, *, cap: float = CAP_S) -> Readiness:
     """Wait until the task's windows are up, no splash shows and the screen is still (or `cap`)."""
     loop = asyncio.get_running_loop()
     start = loop.time()

@@ -24,6 +24,7 @@ What this module adds around it:
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import logging
 import shutil
@@ -31,10 +32,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from core.trajectory import SetupStep
 from environments.tasks.context import TaskContext, download_cache_name, resolve_local
 from environments.tasks.door import Endpoint
 from environments.tasks.errors import TaskError, TaskRunError, UnsupportedStep
-from environments.tasks.model import SetupStep
 from environments.tasks.official import MissingScorer, python_controller_class, setup_controller_class
 from environments.tasks.step_log import collect
 
@@ -118,8 +119,10 @@ def _files(params: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _host_side(step: SetupStep, ctx: TaskContext) -> dict[str, Any]:
-    """The step's parameters with host files put where the controller reads them."""
-    params = dict(step.parameters)
+    """The step's parameters with host files put where the controller reads them: a deep
+    copy, since OSWorld's controller changes what it is given (its launch step appends the
+    proxy flag to the command list) and the task record is shared by every rollout."""
+    params = copy.deepcopy(step.parameters)
     if step.type == "download":
         for entry in _files(params):
             url, vm_path = str(entry["url"]), str(entry["path"])

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from core.shell_flag import osworld_shell
+from core.trajectory import Task
 from environments.server.app_names import program_available
-from environments.shell_flag import osworld_shell
 from environments.tasks import official_surface as surface
 from environments.tasks.differences import DIFFERENCES, task_differences
-from environments.tasks.model import OSWorldTask
 from environments.tasks.network import needs_network, network_reason
 from environments.tasks.official import OFFICIAL_PACKAGE, MissingScorer, scorer_tag
 
@@ -94,34 +94,34 @@ def _feature_refusals(kind: str, name: str, features: dict[str, surface.Feature]
     ]
 
 
-def _settings_files(task: OSWorldTask) -> set[str]:
+def _settings_files(task: Task) -> set[str]:
     """Credential files (Google Drive, logins) that steps and getters name."""
     found = set()
     for step in task.all_steps():
         if step.type in ("googledrive", "login") or "settings_file" in step.parameters:
             found.add(str(step.parameters.get("settings_file", "")))
-    for call in task.evaluator.calls():
+    for call in task.metric_calls():
         for spec in (call.result, call.expected):
             if spec is not None and "settings_file" in spec.params:
                 found.add(str(spec.params["settings_file"]))
     return found
 
 
-def _settings_present(name: str, task: OSWorldTask) -> bool:
+def _settings_present(name: str, task: Task) -> bool:
     """OSWorld reads these relative to its checkout: look there (any folder above the task) and here."""
     if not name:
         return False
     path = Path(name)
-    places = [Path.cwd()] + (list(task.path.parents) if task.path is not None else [])
+    places = [Path.cwd()] + (list(Path(task.source_path).parents) if task.source_path else [])
     return path.is_file() if path.is_absolute() else any((p / path).is_file() for p in places)
 
 
-def _official_refusals(task: OSWorldTask) -> list[Refusal]:
+def _official_refusals(task: Task) -> list[Refusal]:
     """What OSWorld's package (or a Python package its code needs on this host) refuses of `task`."""
     out: list[Refusal] = []
     for step in task.all_steps():
         out += _feature_refusals("step", step.type, surface.step_types())
-    for call in task.evaluator.calls():
+    for call in task.metric_calls():
         if call.func != "infeasible":
             out += _feature_refusals("metric", call.func, surface.metric_types())
             if call.func in surface.metric_types():
@@ -142,7 +142,7 @@ HERE_PLATFORM = "ubuntu"
 
 
 def task_refusals(
-    task: OSWorldTask, *, installed: Callable[[str], bool] | None = None, network: bool = True,
+    task: Task, *, installed: Callable[[str], bool] | None = None, network: bool = True,
     platform: str = HERE_PLATFORM,
 ) -> list[Refusal]:
     """Everything that keeps `task` from running, each once. `installed` says which programs
@@ -182,7 +182,7 @@ def task_refusals(
     return list(unique.values())
 
 
-def ignored_options(task: OSWorldTask) -> list[str]:
+def ignored_options(task: Task) -> list[str]:
     """``metric.key`` for each option a task gives that OSWorld's metric never reads: OSWorld
     scores the task all the same (its ``**options`` swallows it), so this is no refusal."""
     found: list[str] = []
@@ -190,7 +190,7 @@ def ignored_options(task: OSWorldTask) -> list[str]:
         surface.metric_types()
     except MissingScorer:
         return found
-    for call in task.evaluator.calls():
+    for call in task.metric_calls():
         if call.func in surface.metric_types():
             keys = surface.metric_option_keys(call.func)
             if keys.takes_any and keys.read is not None:
@@ -198,7 +198,7 @@ def ignored_options(task: OSWorldTask) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def task_gaps(task: OSWorldTask) -> list[str]:
+def task_gaps(task: Task) -> list[str]:
     """What keeps `task` from running anywhere (OSWorld's package, this host's Python packages),
     e.g. ``["step:googledrive", "option:compare_table.bogus"]``; apps and network are not gaps."""
     return [r.key for r in task_refusals(task, installed=lambda _: True) if r.scope == "everywhere"]
@@ -263,21 +263,21 @@ def _command_programs(raw: object, shell: bool) -> set[str]:
     return found
 
 
-def programs(task: OSWorldTask) -> set[str]:
+def programs(task: Task) -> set[str]:
     """Programs the task's steps and command getters run on the desktop (shell builtins,
     keywords and scripts by path left out)."""
     found: set[str] = set()
     for step in task.all_steps():
         if step.type in _PROGRAM_STEPS:
             found |= _command_programs(step.parameters.get("command"), osworld_shell(step.parameters.get("shell")))
-    for call in task.evaluator.calls():
+    for call in task.metric_calls():
         for spec in (call.result, call.expected):
             if spec is not None and spec.type in _PROGRAM_GETTERS:
                 found |= _command_programs(spec.params.get("command"), osworld_shell(spec.params.get("shell")))
     return found
 
 
-def openers(task: OSWorldTask) -> set[str]:
+def openers(task: Task) -> set[str]:
     """``opener:<mime type>`` for each file an `open` step hands to the desktop's default app."""
     found = set()
     for step in task.all_steps():
@@ -314,13 +314,13 @@ def _imports(code: str) -> set[str]:
     return found
 
 
-def python_modules(task: OSWorldTask) -> set[str]:
+def python_modules(task: Task) -> set[str]:
     """``module:<name>`` for each module the desktop's ``python`` must import for the task: in
     its steps' and getters' ``python -c`` commands, and pyautogui for OSWorld's getters that
     run ``python -c`` through its controller (``execute_python_command``, ``vm_platform``)."""
     found: set[str] = set()
     commands = [s.parameters.get("command") for s in task.all_steps()]
-    specs = [spec for call in task.evaluator.calls() for spec in (call.result, call.expected) if spec is not None]
+    specs = [spec for call in task.metric_calls() for spec in (call.result, call.expected) if spec is not None]
     commands += [spec.params.get("command") for spec in specs]
     for command in commands:
         for code in _python_code(command):
@@ -341,7 +341,7 @@ def _runs_python(getter_type: str) -> bool:
     return any(reads_attribute(getter_type, a) for a in ("execute_python_command", "vm_platform"))
 
 
-def needs(task: OSWorldTask) -> set[str]:
+def needs(task: Task) -> set[str]:
     """What the task asks of the desktop it runs on: programs, openers and Python modules."""
     return programs(task) | openers(task) | python_modules(task)
 
@@ -370,13 +370,13 @@ def installed_here(need: str) -> bool:
     return bool(reply.stdout.strip())
 
 
-def _needs_network(task: OSWorldTask) -> bool:
+def _needs_network(task: Task) -> bool:
     for step in task.all_steps():
         if step.type == "download" and any(
             _remote(str(f.get("url", ""))) for f in step.parameters.get("files", [])
         ):
             return True
-    for call in task.evaluator.calls():
+    for call in task.metric_calls():
         for spec in (call.result, call.expected):
             if spec is not None and spec.type == "cloud_file":
                 paths = spec.params.get("path")
@@ -530,7 +530,7 @@ class SupportReport:
 
 
 def support_report(
-    tasks: Iterable[OSWorldTask], *, installed: Callable[[str], bool] = installed_here, network: bool = True,
+    tasks: Iterable[Task], *, installed: Callable[[str], bool] = installed_here, network: bool = True,
     platform: str = HERE_PLATFORM, answered_for: str = HOST_FACTS,
 ) -> SupportReport:
     """Count, over `tasks`, how many use each step type, getter and metric, every refusal of
@@ -542,7 +542,7 @@ def support_report(
         domain = report.domains.setdefault(task.domain or "(none)", _Domain())
         domain.tasks += 1
         report.steps.update({s.type for s in task.all_steps()})
-        calls = task.evaluator.calls()
+        calls = task.metric_calls()
         report.metrics.update({c.func for c in calls})
         report.getters.update({s.type for c in calls for s in (c.result, c.expected) if s is not None})
         report.ignored.update(ignored_options(task))

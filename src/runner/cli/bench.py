@@ -48,10 +48,10 @@ from ..pricing import check_prices, unpriced_line
 from ..progress import RetryPrinter
 from ..report import write_report
 from ..resume import ResumeMismatch, identity_of, read_manifest
-from ..retry import check_critic
 from ..run_log import run_log
 from ..running import run_async, with_simulation_label
 from ..strategies import STRATEGIES
+from ..strategy import check_strategy
 from ..task_errors import EXIT_TASK_ERRORS, TaskLines, summarize_task_errors
 from ..terminal import SafeConsole
 from .errors import fail
@@ -70,7 +70,7 @@ from .options import (
     option_overrides,
     run_folder,
 )
-from .wide import check_wide, missing_key_line, prepare_wide
+from .wide import missing_key_line, prepare_wide
 
 __all__ = ["app"]
 
@@ -134,8 +134,7 @@ def _prepare(layers: list[Any], variant: str | None, list_file: Path, examples: 
         if not cfg.run_id:
             raise ValueError("a benchmark needs --run-id NAME (run it again with the same name to resume)")
         check_name("run id", cfg.run_id)
-        check_critic(cfg)
-        check_wide(cfg)
+        check_strategy(cfg)
         check_guide(cfg)
         check_models(cfg)
         check_executor(cfg)

@@ -43,6 +43,7 @@ from ..config import ModelConfig, RunConfig, load_run_config
 from ..guided import guided_config
 from ..mixture import MixtureError, parse_mixture
 from ..models import chat_model
+from ..strategy import strategy_class
 from ..terminal import SafeConsole
 from ..wide_config import JudgeModelConfig
 from .errors import fail
@@ -102,7 +103,8 @@ def planned_uses(cfg: RunConfig) -> list[ModelUse]:
     diverse = GenerateConfig(sampling=Sampling.diverse(cfg.wide.temperature), seed=0)
     # (role, name, base_url, key, the model's own decoding) of each policy model.
     bases: list[tuple[str, str, str | None, str | None, GenerateConfig]] = []
-    if cfg.strategy == "wide" and cfg.wide.mixture is not None:
+    strategy = strategy_class(cfg)
+    if strategy.samples_mixture and cfg.wide.mixture is not None:
         for entry in parse_mixture(cfg.wide.mixture):
             bases.append((f"policy x{entry.count}", entry.model, entry.base_url,
                           entry.api_key.get_secret_value() if entry.api_key else None, entry.decoding))
@@ -113,7 +115,7 @@ def planned_uses(cfg: RunConfig) -> list[ModelUse]:
     uses: list[ModelUse] = []
     for role, name, url, key, own in bases:
         decoding = own.merged(worker.generate)
-        if cfg.strategy == "wide" and decoding.temperature is None and decoding.sampling is None:
+        if strategy.samples_mixture and decoding.temperature is None and decoding.sampling is None:
             decoding = decoding.merged(diverse)  # the wide strategy's stochastic rollouts
         if cfg.guide.name != "none":  # candidates are drawn with seeds
             decoding = decoding.merged(GenerateConfig(seed=(cfg.guide.seeds or PAPER_SEEDS)[0]))
@@ -133,11 +135,11 @@ def planned_uses(cfg: RunConfig) -> list[ModelUse]:
         uses.append(_use("guide", cfg.guide.model or cfg.policy, deterministic, module="prm", contract=ScoreReply))
         if cfg.guide.pointer is not None:
             uses.append(_use("pointer", cfg.guide.pointer, deterministic, module="prm"))
-    if cfg.strategy == "retry":
+    if "critic" in strategy.roles:
         decoding, contract = _critic_call(cfg.critic.name, cfg.critic.options)
         uses.append(_use(f"critic ({cfg.critic.name})", cfg.critic.model or cfg.policy, decoding, module="critic",
                          contract=contract))
-    if cfg.strategy == "wide" and cfg.wide.judge != "none":
+    if "judge" in strategy.roles and cfg.wide.judge != "none":
         wide = cfg.wide
         judge = wide.judge_model or cfg.policy
         narrator = wide.narrator_model or judge

@@ -19,8 +19,9 @@ from typing import Annotated, Any
 
 import typer
 
+from core.registry import PATH_FORM, is_path
 from core.trajectory import RunLayout
-from environments.kinds import describe_kinds, field_help, kind_names
+from environments.kinds import describe_kinds, field_help, get_kind, kind_names
 
 from .errors import fail
 
@@ -45,19 +46,27 @@ __all__ = [
     "run_folder",
 ]
 
-ENV_HELP = f"Where the rollouts run: {describe_kinds()}."
+ENV_HELP = f"Where the rollouts run: {describe_kinds()}, or {PATH_FORM} (an EnvironmentKind) of your own."
 
 
 def parse_kind(value: str) -> str:
-    """``--env``'s value: a kind registered when the command runs."""
+    """``--env``'s value: a kind registered when the command runs, or a dotted path
+    ``package.module:KIND`` to one of your own."""
+    if is_path(value):
+        try:
+            get_kind(value)
+        except KeyError as e:
+            raise typer.BadParameter(str(e.args[0])) from None
+        return value
     known = kind_names()
     if value not in known:
-        raise typer.BadParameter(f"{value!r} is not an environment kind: use one of {', '.join(known)}")
+        raise typer.BadParameter(f"{value!r} is not an environment kind: use one of {', '.join(known)}, "
+                                 f"or a dotted path {PATH_FORM} of your own")
     return value
 
 
 def env_option(help: str = ENV_HELP) -> Any:
-    """The ``--env`` option (a registered kind's name)."""
+    """The ``--env`` option (a registered kind's name, or a dotted path to a kind)."""
     return typer.Option("--env", help=help, parser=parse_kind, metavar="KIND")
 
 

@@ -29,7 +29,6 @@ from gprm import GUIDES
 from themis import CRITICS
 
 from ..bench import resuming_strategy, rollouts_per_task
-from ..branch import check_branch
 from ..config import RunConfig, load_run_config
 from ..demo_policy import DEMO_MODEL, DEMO_NOTE, register_demo
 from ..executors import check_executor, open_environments
@@ -41,12 +40,12 @@ from ..presets import with_preset
 from ..pricing import check_prices, unpriced_line
 from ..progress import RetryPrinter, StepPrinter
 from ..resume import task_finished
-from ..retry import RetryUntilSuccess, check_critic
+from ..retry import RetryUntilSuccess
 from ..run_folder import FolderUse, check_run_folder, open_run_folder
 from ..run_log import official_output_to_log, run_log
 from ..running import run_async, with_simulation_label
 from ..strategies import STRATEGIES
-from ..strategy import RolloutOutcome, Strategy, TaskRun
+from ..strategy import RolloutOutcome, Strategy, TaskRun, check_strategy, strategy_class
 from ..task_errors import summarize_task_errors
 from ..tasks import check_task_platform, resolve_task
 from ..terminal import SafeConsole
@@ -69,7 +68,7 @@ from .options import (
     environment_overrides,
     option_overrides,
 )
-from .wide import check_wide, missing_key_line, prepare_wide, run_wide, summarize
+from .wide import missing_key_line, prepare_wide, run_wide, summarize
 
 __all__ = ["run"]
 
@@ -131,7 +130,7 @@ def run(
         return
     ledger, models = _open_run(cfg, layout, use)
     _header(console, cfg, the_task, layout, unpriced=unpriced, resumed=resumed)
-    if cfg.strategy in ("wide", "branch"):
+    if strategy_class(cfg).board:
         wide = _run_wide_task(console, cfg, the_task, layout, models, ledger, resume=resumed, verbose=verbose)
         summarize(console, cfg, the_task, wide, layout)
     else:
@@ -156,9 +155,7 @@ def _prepare(task: str, layers: list[Any], *, resume: bool,
             cfg = cfg.model_copy(update={"label": cfg.label or NOOP_NOTE})
         rid = check_name("run id", cfg.run_id or _new_run_id())
         cfg.environment.check()
-        check_critic(cfg)
-        check_wide(cfg)
-        check_branch(cfg)
+        check_strategy(cfg)
         check_guide(cfg)
         check_executor(cfg)
         check_models(cfg)

@@ -25,14 +25,12 @@ from core.protocols import EnvError
 from core.trajectory import RunLayout, Task, check_name
 from environments.kinds import describe_kinds
 from environments.tasks import (
-    OSWorldTask,
     TaskFileError,
     iter_task_files,
     load_task,
     load_task_list,
     task_gaps,
 )
-from environments.tasks.convert import to_core_task
 from environments.tasks.official import scorer_tag
 
 from ..comparability import label_fields, label_line, record_environment
@@ -64,7 +62,7 @@ def _is_task_list(path: Path) -> bool:
     return isinstance(data, dict) and "instruction" not in data
 
 
-def load_checked(source: Path, examples: Path | None) -> list[tuple[OSWorldTask, str]]:
+def load_checked(source: Path, examples: Path | None) -> list[tuple[Task, str]]:
     """(task, domain) for a folder of ``<domain>/<id>.json`` files, a task list (its files under
     `examples`, default ``examples`` beside it), or one task file."""
     if source.is_dir():
@@ -125,7 +123,7 @@ def check_command(
     chosen = _choose(loaded, source, domain, task_ids, limit)
     skipped = [TaskCheck(t.id, d, "skipped", reason="cannot run anywhere: " + ", ".join(gaps))
                for t, d in chosen if (gaps := task_gaps(t))]
-    runnable: list[tuple[Task, str]] = [(to_core_task(t), d) for t, d in chosen if not task_gaps(t)]
+    runnable: list[tuple[Task, str]] = [(t, d) for t, d in chosen if not task_gaps(t)]
     layout = RunLayout(cfg.out_dir, rid)
     layout.create()
     console.print(f"[bold]tasks check[/bold] {len(runnable)} tasks of {escape(str(source))} on "
@@ -147,7 +145,7 @@ def check_command(
         raise typer.Exit(code=EXIT_TASK_ERRORS)
 
 
-def _settings(layers: list[Any], rid: str, source: Path, examples: Path | None) -> tuple[RunConfig, list[tuple[OSWorldTask, str]]]:
+def _settings(layers: list[Any], rid: str, source: Path, examples: Path | None) -> tuple[RunConfig, list[tuple[Task, str]]]:
     """The check's configuration and the tasks read from `source`; a bad value is one line."""
     try:
         cfg: RunConfig = load_run_config(layers)
@@ -162,8 +160,8 @@ def _settings(layers: list[Any], rid: str, source: Path, examples: Path | None) 
     return cfg, loaded
 
 
-def _choose(loaded: list[tuple[OSWorldTask, str]], source: Path, domain: str | None, task_ids: list[str] | None,
-            limit: int | None) -> list[tuple[OSWorldTask, str]]:
+def _choose(loaded: list[tuple[Task, str]], source: Path, domain: str | None, task_ids: list[str] | None,
+            limit: int | None) -> list[tuple[Task, str]]:
     """The tasks ``--domain``, ``--task`` and ``--limit`` keep; an unknown id or nothing left is refused."""
     chosen = [(t, d) for t, d in loaded if (domain is None or d == domain) and (not task_ids or t.id in task_ids)]
     if task_ids and (unknown := sorted(set(task_ids) - {t.id for t, _ in loaded})):

@@ -1,8 +1,7 @@
 """``agent-s3 run --rollouts N --mixture ... --judge ...``: the wide strategy on the
 command line, with a live board of the rollouts and a summary when the judge has chosen.
 
-`check_wide` validates the settings before any desktop starts (a bad mixture is one
-line); `run_wide` starts as many environments as rollouts run at once (under the run's
+`run_wide` starts as many environments as rollouts run at once (under the run's
 executor: here, or on the hosts of a Ray cluster), runs the task,
 writes report.html, and prints the pick and the cost per module.
 """
@@ -11,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,37 +21,25 @@ from core.llm.notices import watching_retries
 from core.trajectory import RunLayout, Task
 
 from ..board import RolloutBoard
-from ..branch import BranchScaling
 from ..config import RunConfig
 from ..demo_judge import DEMO_JUDGE_MODEL, DEMO_JUDGE_NOTE, register_demo_judge
 from ..demo_policy import DEMO_MODEL
 from ..executors import open_environments
-from ..mixture import assign, parse_mixture
 from ..models import ModelSet, settled_config
 from ..noop_policy import is_noop
 from ..report import module_totals, write_report
-from ..resume import ResumingWide
-from ..strategy import TaskRun
+from ..strategy import TaskRun, strategy_class
 from ..wide import WideScaling
 from ..wide_config import JudgeModelConfig
 
-__all__ = ["check_wide", "models_by_module", "prepare_wide", "run_wide"]
-
-
-def check_wide(cfg: RunConfig) -> None:
-    """Raise ValueError (one line) when the wide settings cannot run."""
-    if cfg.strategy != "wide":
-        return
-    entries = parse_mixture(cfg.wide.mixture)
-    if entries:
-        assign(entries, cfg.wide.rollouts, 0)
+__all__ = ["models_by_module", "prepare_wide", "run_wide"]
 
 
 def prepare_wide(cfg: RunConfig) -> RunConfig:
     """A scripted policy (the demo's, a do-nothing one) gets the scripted demo narrator and
     judge (labelled), unless a judge model is set (wide and branch runs)."""
     scripted = cfg.policy.model == DEMO_MODEL or is_noop(cfg.policy.model)
-    if cfg.strategy not in ("wide", "branch") or not scripted or cfg.wide.judge_model is not None:
+    if "judge" not in strategy_class(cfg).roles or not scripted or cfg.wide.judge_model is not None:
         return cfg
     register_demo_judge()
     wide = cfg.wide.model_copy(update={"judge_model": JudgeModelConfig(model=DEMO_JUDGE_MODEL)})
@@ -70,14 +58,6 @@ def models_by_module(records: Iterable[CallRecord]) -> dict[str, list[str]]:
     return found
 
 
-def _width(cfg: RunConfig) -> int:
-    if cfg.strategy == "branch":  # the first branch continues on the prefix's environment
-        return cfg.branch.branches
-    entries = parse_mixture(cfg.wide.mixture)
-    n = cfg.wide.rollouts or (sum(e.count for e in entries) if entries else 1)
-    return min(n, cfg.wide.concurrency or n)
-
-
 async def run_wide(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet, ledger: Ledger,
                    console: Console, *, resume: bool = False) -> WideScaling:
     """Run `task` under the wide (or branch) strategy on fresh environments; returns the strategy.
@@ -85,10 +65,11 @@ async def run_wide(cfg: RunConfig, task: Task, layout: RunLayout, models: ModelS
     With `resume`, rollouts an earlier attempt of the run finished are kept, not rerun."""
     hide = (str(cfg.out_dir.resolve()),)
     board = RolloutBoard(console, ledger=ledger)
-    strategy = (BranchScaling if cfg.strategy == "branch" else ResumingWide if resume else WideScaling)(
-        watch=board.watch)
+    chosen = strategy_class(cfg)
+    made = chosen.resuming(cfg, watch=board.watch) if resume else chosen(watch=board.watch)  # type: ignore[call-arg]
+    strategy = cast(WideScaling, made)  # a board's strategy keeps what wide scaling keeps
     try:
-        async with open_environments(cfg, size=_width(cfg), hide=hide, run_id=layout.run_id) as pool:
+        async with open_environments(cfg, size=chosen.width(cfg), hide=hide, run_id=layout.run_id) as pool:
             env = await pool.acquire()
             shown = await settled_config(cfg, env)
             pool.release(env)

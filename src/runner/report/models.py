@@ -13,6 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.registry import UnknownName
+
+from ..strategies import STRATEGIES
+
 __all__ = ["MODEL_ROLES", "ModuleModels", "module_models"]
 
 #: The modules a reader asks about, in the order the report lists them.
@@ -58,11 +62,27 @@ def _mixture(value: Any) -> str | None:
     return None
 
 
+class _Unknown:
+    """What a run made by a strategy this installation cannot import is read as: one rollout
+    per task, no model roles beyond the worker's."""
+
+    roles: tuple[str, ...] = ()
+    samples_mixture = False
+
+
+def _strategy(name: Any) -> Any:
+    """The class of the strategy the run's configuration names (it says which roles it calls)."""
+    try:
+        return STRATEGIES.get(name if isinstance(name, str) else "single")
+    except UnknownName:
+        return _Unknown
+
+
 def _configured(config: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:
     """Role to (model, role it is inherited from) by `RunConfig`'s fallbacks."""
     policy = _name(config.get("policy"))
     worker, wide, guide, critic = (_section(config, key) for key in ("worker", "wide", "guide", "critic"))
-    strategy = config.get("strategy", "single")
+    strategy = _strategy(config.get("strategy"))
     out: dict[str, tuple[str | None, str | None]] = {}
 
     def own_or(role: str, section: Any, fallback: str | None, source: str, used: bool = True) -> None:
@@ -73,17 +93,16 @@ def _configured(config: dict[str, Any]) -> dict[str, tuple[str | None, str | Non
         else:
             out[role] = (fallback, source if fallback is not None else None)
 
-    mixture = _mixture(wide.get("mixture")) if strategy == "wide" else None
+    mixture = _mixture(wide.get("mixture")) if strategy.samples_mixture else None
     out["policy"] = (mixture or policy, None)
     own_or("grounding", config.get("grounding"), policy, "policy")
     own_or("code_agent", config.get("code_model"), policy, "policy", bool(worker.get("code_agent", True)))
     own_or("reflection", config.get("reflection_model"), policy, "policy", bool(worker.get("reflection", True)))
-    wide_run = strategy == "wide"
-    own_or("judge", wide.get("judge_model"), policy, "policy", wide_run)
+    own_or("judge", wide.get("judge_model"), policy, "policy", "judge" in strategy.roles)
     judge = out["judge"][0]
-    own_or("narrator", wide.get("narrator_model"), judge, "judge", wide_run)
+    own_or("narrator", wide.get("narrator_model"), judge, "judge", "narrator" in strategy.roles)
     own_or("guide", guide.get("model"), policy, "policy", guide.get("name", "none") != "none")
-    own_or("critic", critic.get("model"), policy, "policy", strategy == "retry")
+    own_or("critic", critic.get("model"), policy, "policy", "critic" in strategy.roles)
     return out
 
 

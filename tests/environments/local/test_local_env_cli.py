@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from environments.local.host import host_records
-from environments.local.uids import uid_busy
+from environments.walls.uids import uid_busy
 from runner.cli.env import app
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]

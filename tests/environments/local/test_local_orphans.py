@@ -19,7 +19,7 @@ import pytest
 
 from environments.local.homes import mounted_below
 from environments.local.procs import namespace_processes
-from environments.local.uids import uid_busy
+from environments.walls.uids import uid_busy
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 

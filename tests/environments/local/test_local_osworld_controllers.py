@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
+from core.trajectory import Task
 from environments.local import LocalDesktop, desktop_client
 from environments.tasks.context import TaskContext
 from environments.tasks.door import reach
 from environments.tasks.getters import official_env
-from environments.tasks.model import OSWorldTask
 from environments.tasks.official import getter
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
@@ -185,7 +185,7 @@ async def test_vlc_getters_read_the_desktops_own_port(shared_desktops: list[Loca
     desktop's own 8080 (its snapshot turns the web interface on, as OSWorld's image does)."""
     desktop = shared_desktops[1]
     await asyncio.to_thread(desktop.revert)
-    task = OSWorldTask.model_validate({"id": "vlc-door", "instruction": "-", "evaluator": {"func": "infeasible"}})
+    task = Task.model_validate({"id": "vlc-door", "instruction": "-", "evaluator": {"func": "infeasible"}})
     ctx = TaskContext(task=task, cache_dir=tmp_path / "cache")
     ctx.cache_dir.mkdir()
     client = desktop_client(desktop.info())

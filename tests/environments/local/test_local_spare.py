@@ -21,7 +21,7 @@ from environments.local.desktop import SPARE_NICE
 from environments.local.procs import ProcInfo, alive, namespace_processes
 from environments.local.sandbox import autogroup
 from environments.local.spawner import run_blocking, start_in_background
-from environments.local.uids import LOCK_DIR, uid_busy
+from environments.walls.uids import LOCK_DIR, uid_busy
 
 pytestmark = [pytest.mark.desktop, pytest.mark.integration]
 # The kernel weighs sessions by their autogroups. A runner may itself sit in the default group

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from environments.local.uids import FIRST_UID, lease_uid
+from environments.walls.uids import FIRST_UID, lease_uid
 
 _OTHER_RUN = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from environments.local.uids import lease_uid
+    from environments.walls.uids import lease_uid
     lease = lease_uid(Path(sys.argv[1]))
     print(lease.uid, flush=True)
     sys.stdin.read()

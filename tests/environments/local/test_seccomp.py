@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from environments.local.seccomp import desktop_filter, filter_fd, supported
+from environments.walls.seccomp import desktop_filter, filter_fd, supported
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("bwrap") is None or not supported() or platform.machine() != "x86_64",

@@ -11,8 +11,8 @@ from core.protocols import EnvError
 from environments.qemu.kind import QemuSettings
 from environments.qemu.machine import BootSpec, DiskLayer, MachineSpec, NetSpec, qemu_argv
 from environments.qemu.network import vm_egress_rules
-from runner.branch import check_branch
 from runner.config import load_run_config
+from runner.strategy import check_strategy
 
 
 def _argv(internet: bool = False, incoming: int | None = None) -> list[str]:
@@ -58,9 +58,9 @@ def test_qemu_settings_say_what_is_missing_in_one_line(tmp_path: Path) -> None:
 
 def test_branch_settings_are_checked_before_anything_starts() -> None:
     with pytest.raises(ValueError, match="need --strategy branch"):
-        check_branch(load_run_config(["branch.at=3"]))
+        check_strategy(load_run_config(["branch.at=3"]))
     with pytest.raises(ValueError, match="leaves no step to branch"):
-        check_branch(load_run_config(["strategy=branch", "branch.at=50", "rollout.max_steps=50"]))
+        check_strategy(load_run_config(["strategy=branch", "branch.at=50", "rollout.max_steps=50"]))
     with pytest.raises(ValueError, match="drop --executor ray"):
-        check_branch(load_run_config(["strategy=branch", "executor.kind=ray"]))
-    check_branch(load_run_config(["strategy=branch", "branch.at=2", "branch.branches=3"]))
+        check_strategy(load_run_config(["strategy=branch", "executor.kind=ray"]))
+    check_strategy(load_run_config(["strategy=branch", "branch.at=2", "branch.branches=3"]))

@@ -22,7 +22,6 @@ from environments.qemu.environment import QemuEnvironment
 from environments.qemu.image import BuiltImage, boot_manifest
 from environments.qemu.provider import VM_FIRST_UID, VM_SLOTS, QemuProvider
 from environments.tasks import load_suite
-from environments.tasks.convert import to_core_task
 
 # The first test of a session may build the image and boot it cold (minutes on a fresh machine).
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -114,7 +113,7 @@ async def test_osworld_python_controller_drives_a_vm_unchanged(two_vms: QemuProv
 async def test_a_local_suite_task_is_set_up_and_scored_by_osworlds_scorer_in_the_vm(
     two_vms: QemuProvider, tmp_path: Path
 ) -> None:
-    task: Task = to_core_task(next(t for t in load_suite() if t.id == "terminal-make-dirs"))
+    task: Task = next(t for t in load_suite() if t.id == "terminal-make-dirs")
     env = await two_vms.acquire()
     await env.prepare_task(task, tmp_path / "setup")
     assert "xterm -T Terminal" in await _sh(env, "ps -eo args")  # the setup's terminal, launched by OSWorld's controller
@@ -217,7 +216,7 @@ async def test_a_vm_with_the_internet_still_cannot_reach_this_machine(
 async def test_a_tasks_set_up_state_is_snapshotted_once_and_forked(
     test_image: BuiltImage, tmp_path: Path, snapshot_cache: Path
 ) -> None:
-    task: Task = to_core_task(next(t for t in load_suite() if t.id == "terminal-make-dirs"))
+    task: Task = next(t for t in load_suite() if t.id == "terminal-make-dirs")
     async with provider_for(test_image, tmp_path / "vms", snapshot_cache, 2, snapshot_after_setup=True) as provider:
         first, second = await provider.acquire(), await provider.acquire()
         assert isinstance(first, QemuEnvironment) and isinstance(second, QemuEnvironment)

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from environments.tasks import OSWorldTask, parse_task
+from core.trajectory import Task
+from environments.tasks import parse_task
 from environments.tasks.context import TaskContext
 
 
@@ -113,7 +114,7 @@ def make_ctx(tmp_path: Path):  # type: ignore[no-untyped-def]
         task_dir = tmp_path / "tasks"
         task_dir.mkdir(exist_ok=True)
         full = {"id": "t-1", "instruction": "do it", "evaluator": {"func": "exact_match"}} | data
-        task: OSWorldTask = parse_task(full, "test.json").located(task_dir / f"{full['id']}.json")
+        task: Task = parse_task(full, "test.json", path=task_dir / f"{full['id']}.json")
         return TaskContext(task=task, cache_dir=tmp_path / "cache" / task.id)
 
     return build

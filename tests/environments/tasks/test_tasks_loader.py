@@ -21,14 +21,14 @@ def _write(path: Path, data: object) -> Path:
 def test_minimal_task_loads_with_defaults(tmp_path: Path) -> None:
     task = load_task(_write(tmp_path / "abc.json", MINIMAL), domain="os")
     assert task.id == "abc" and task.config == [] and task.evaluator.conj == "and"
-    assert task.domain == "os" and task.path == (tmp_path / "abc.json").resolve()
+    assert task.domain == "os" and task.source_path == str((tmp_path / "abc.json").resolve())
     assert [c.func for c in task.evaluator.calls()] == ["exact_match"]
 
 
 def test_unknown_fields_are_kept(tmp_path: Path) -> None:
     data = MINIMAL | {"hint": "look left", "evaluator": {"func": "exact_match", "_note": 1}}
     task = load_task(_write(tmp_path / "abc.json", data))
-    assert task.model_extra == {"hint": "look left"}
+    assert task.extra == {"hint": "look left"}
     assert task.evaluator.model_extra == {"_note": 1}
 
 
@@ -50,6 +50,42 @@ def test_missing_or_bad_field_names_file_and_field(tmp_path: Path, data: dict, f
     message = str(info.value)
     assert str(path) in message and field in message
     assert "\n" not in message
+
+
+def test_every_bad_field_is_named_once_in_one_line(tmp_path: Path) -> None:
+    """The file, the task's id and each bad field's path: a union's members (a getter or a
+    list of getters) refusing the same value name its field once, by its first reason."""
+    data = MINIMAL | {
+        "proxy": "sometimes",
+        "config": [{"type": "execute", "parameters": {"command": "ls", "shell": "yes"}}],
+        "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "shell": 1}},
+    }
+    path = _write(tmp_path / "abc.json", data)
+    with pytest.raises(TaskFileError) as info:
+        load_task(path)
+    message = str(info.value)
+    assert message.startswith(f"{path} (task abc): ") and message.endswith("; fix the task file")
+    for field in ("'config[0].parameters'", "'evaluator.result'", "'proxy'"):
+        assert message.count(field) == 1, message
+    assert "\n" not in message and "GetterSpec" not in message and "function-after" not in message
+
+
+async def test_a_loaded_task_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shell_client) -> None:
+    """Set-up and scoring read the loaded record's typed fields: after load, no task model
+    is validated again (the record goes to the environment as it is)."""
+    from core.trajectory import Evaluator, SetupStep, Task
+    from environments.tasks.handling import set_up_with
+
+    step = {"type": "execute", "parameters": {"command": "echo made > ~/out.txt", "shell": True}}
+    task = load_task(_write(tmp_path / "abc.json", MINIMAL | {"config": [step]}))
+    validated: list[str] = []
+    for model in (Task, SetupStep, Evaluator):
+        original = model.model_validate.__func__  # type: ignore[attr-defined]
+        monkeypatch.setattr(model, "model_validate", classmethod(
+            lambda cls, *a, _o=original, **k: validated.append(cls.__name__) or _o(cls, *a, **k)))
+    await set_up_with(shell_client, task, tmp_path / "cache")
+    assert (shell_client.home / "out.txt").read_text() == "made\n"
+    assert validated == []
 
 
 def test_parallel_lists_must_match_funcs() -> None:

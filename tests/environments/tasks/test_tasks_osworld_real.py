@@ -34,7 +34,6 @@ from core.trajectory import Task
 from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
 from environments.local.server_env import desktop_client, server_environment
 from environments.tasks import load_task
-from environments.tasks.convert import to_core_task
 from environments.tasks.readiness import CAP_S
 from reference_data import OSWORLD_TASKS, requires_osworld_tasks
 from runner.task_check import check_one
@@ -56,7 +55,7 @@ FLAGGED = ("multi_apps", "937087b6", "vlc")
 
 def _task(domain: str, prefix: str) -> Task:
     path = next((OSWORLD_TASKS / "examples" / domain).glob(f"{prefix}*.json"))
-    return to_core_task(load_task(path, domain))
+    return load_task(path, domain)
 
 
 @pytest.fixture(scope="module")

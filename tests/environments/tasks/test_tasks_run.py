@@ -301,3 +301,16 @@ async def test_a_command_that_exits_non_zero_is_a_warning_not_silence(shell_clie
     assert warnings == [f"task {ctx.task_id}: setup step 1 (execute) exited 100: E: Unable to locate package jq"]
     assert not [r for r in caplog.records if r.name == "desktopenv.setup" and r.levelno < logging.WARNING]
     assert logging.getLogger("desktopenv.setup").level == logging.NOTSET  # as it was
+
+
+async def test_setup_twice_leaves_the_shared_task_record_as_loaded(shell_client, make_ctx) -> None:
+    """OSWorld's launch step appends its proxy flag to the command list it is given: the
+    task record every rollout shares hands it a copy, so a second set-up sends one flag."""
+    ctx = make_ctx({"config": [{"type": "launch", "parameters": {"command": ["google-chrome", "--x"]}}]})
+    ctx.use_proxy = True
+    before = ctx.task.model_dump()
+    await run_setup(shell_client, ctx)
+    await run_setup(shell_client, ctx)
+    flagged = ["google-chrome", "--x", "--proxy-server=http://127.0.0.1:18888"]
+    assert [c for c in shell_client.calls if c[0] == "launch"] == [("launch", flagged), ("launch", flagged)]
+    assert ctx.task.model_dump() == before

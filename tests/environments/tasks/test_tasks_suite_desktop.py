@@ -15,10 +15,11 @@ import pytest
 from tasks_suite_solutions import SOLUTIONS, Chords, Click, Goto, Key, Pause, Step, Type, Until
 
 from core.protocols import Environment
+from core.trajectory import Task
 from environments.local import DesktopConfig, LocalDesktop, LocalEnvironment
 from environments.local.server_env import desktop_client, server_environment
 from environments.osworld import OSWorldClient
-from environments.tasks import OSWorldTask, TaskContext, evaluate, load_suite, run_setup
+from environments.tasks import TaskContext, evaluate, load_suite, run_setup
 
 _NEEDS = ("Xvfb", "openbox", "mousepad", "xterm", "pcmanfm", "soffice", "xdotool", "dbus-daemon")
 SUITE = load_suite()
@@ -95,7 +96,7 @@ async def perform(env: Environment, client: OSWorldClient, steps: list[Step]) ->
 
 @pytest.mark.parametrize("task", _params())
 async def test_suite_task_scores_zero_then_one(
-    task: OSWorldTask, suite_env: tuple[Environment, OSWorldClient], tmp_path: Path
+    task: Task, suite_env: tuple[Environment, OSWorldClient], tmp_path: Path
 ) -> None:
     env, client = suite_env
     ctx = TaskContext(task=task, cache_dir=tmp_path / "cache" / task.id)

@@ -106,14 +106,14 @@ def test_every_task_has_a_scripted_solution() -> None:
 
 
 def test_run_records_keep_the_suite_files_reachable() -> None:
-    """The runner stores tasks as `core.trajectory.Task`; converted back, fixtures still resolve."""
+    """A run folder's task.json read back is the loaded task; its fixtures still resolve."""
+    from core.trajectory import Task
     from environments.tasks.context import TaskContext, resolve_local
-    from environments.tasks.convert import from_core_task, to_core_task
 
     for task in load_suite():
-        back = from_core_task(to_core_task(task))
-        assert back.id == task.id and back.base_dir == task.base_dir
+        back = Task.model_validate_json(task.model_dump_json())
+        assert back.model_dump() == task.model_dump() and back.base_dir == task.base_dir
         ctx = TaskContext(task=back, cache_dir=Path("/nonexistent-cache"))
-        for call in back.evaluator.calls():
+        for call in back.metric_calls():
             if call.expected is not None and call.expected.type == "cloud_file":
                 assert resolve_local(ctx, call.expected.params["path"], "unused").is_file()

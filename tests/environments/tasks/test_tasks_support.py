@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from core.trajectory import Task
 from environments.tasks import iter_task_files, load_task, load_task_list
-from environments.tasks.convert import from_core_task, to_core_task
+from environments.tasks.android_suite import platform_task
 from environments.tasks.steps import step_supported
 from environments.tasks.support import support_report, task_gaps
 from reference_data import OSWORLD_TASKS as REFERENCE
@@ -29,7 +30,7 @@ def test_every_file_loads(all_tasks) -> None:
     ubuntu, windows = all_tasks
     assert len(ubuntu) == 369 and len(windows) == 49
     for task in ubuntu + windows:
-        assert task.path is not None and task.id == task.path.stem
+        assert task.source_path is not None and task.id == Path(task.source_path).stem
         assert task.evaluator.calls()
 
 
@@ -115,13 +116,17 @@ def test_reference_examples_gaps(all_tasks) -> None:
 
 
 def test_core_task_round_trip(all_tasks) -> None:
+    """Every OSWorld task file, loaded, written as a run folder's task.json and read back,
+    exports as the very JSON it was read from (no key added, none lost)."""
     ubuntu, windows = all_tasks
-    for task, platform in [(ubuntu[0], "ubuntu"), (windows[0], "windows")]:
-        record = to_core_task(task, platform)
-        assert record.platform == platform and record.source_path == str(task.path)
-        back = from_core_task(record)
-        assert back.model_dump(exclude_unset=True) == task.model_dump(exclude_unset=True)
-        assert back.base_dir == task.base_dir
+    for tasks, platform in [(ubuntu, "ubuntu"), (windows, "windows")]:
+        for task in tasks:
+            record = platform_task(task, platform)
+            assert record.platform == platform and record.source_path is not None
+            back = Task.model_validate_json(record.model_dump_json())  # a run folder's task.json
+            assert back.model_dump() == record.model_dump()
+            assert back.to_osworld() == json.loads(Path(record.source_path).read_text()), task.id
+            assert back.base_dir == task.base_dir == Path(record.source_path).parent
 
 
 def test_command_line_report_skips_bad_files(tmp_path: Path) -> None:
@@ -142,7 +147,7 @@ def test_command_line_report_skips_bad_files(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "tasks 1: runnable here 0" in done.stdout and "credentials:(none named)" in done.stdout
-    assert "skipped:" in done.stderr and "bad.json: required field 'instruction' is missing" in done.stderr
+    assert "skipped:" in done.stderr and "bad.json (task bad): required field 'instruction' is missing; required field 'evaluator' is missing" in done.stderr
 
 
 def test_programs_and_openers_a_task_needs(all_tasks) -> None:

@@ -16,7 +16,7 @@ from environments.tasks.support import ignored_options, support_report, task_gap
 
 def _task(**evaluator: Any) -> Any:
     data = {"id": "t1", "instruction": "x", "config": [], "evaluator": evaluator}
-    return parse_task(data).located(None, "os")
+    return parse_task(data, domain="os")
 
 
 def test_two_refused_options_of_one_metric_are_both_listed() -> None:
@@ -40,7 +40,7 @@ def test_every_refusal_of_a_task_is_listed_with_its_scope() -> None:
                       "result": [{"type": "no_such_getter"}, {"type": "vm_command_line", "command": "true"}],
                       "expected": [None, {"type": "rule", "rules": {"expected": ""}}],
                       "options": [{}, {"bogus": True}]},
-    }).located(None, "os")
+    }, domain="os")
     refusals = task_refusals(task, installed=lambda need: False, network=False)
     scopes = {r.key: r.scope for r in refusals}
     assert scopes == {
@@ -69,7 +69,7 @@ def test_an_option_a_metric_ignores_is_no_refusal() -> None:
 def test_metric_and_infeasible_are_counted_apart() -> None:
     feasible = _task(func="exact_match", result={"type": "vm_command_line", "command": "true"},
                      expected={"type": "rule", "rules": {"expected": ""}})
-    infeasible = parse_task({"id": "t3", "instruction": "y", "evaluator": {"func": "infeasible"}}).located(None, "os")
+    infeasible = parse_task({"id": "t3", "instruction": "y", "evaluator": {"func": "infeasible"}}, domain="os")
     report = support_report([feasible, infeasible], installed=lambda _: True)
     assert (report.runnable, report.infeasible, report.local, report.local_infeasible) == (2, 1, 2, 1)
     data = report.to_json()
@@ -165,7 +165,7 @@ def test_programs_come_from_every_shell_segment_and_command_getter() -> None:
             "expected": {"type": "rule", "rules": {"expected": "100\n"}},
         },
     }  # fmt: skip
-    task = parse_task(data).located(None, "os")
+    task = parse_task(data, domain="os")
     assert programs(task) == {
         "sudo", "apt", "xsel", "python", "vlc", "pulseaudio", "pactl", "grep", "awk", "timeout", "gsettings",
     }  # fmt: skip

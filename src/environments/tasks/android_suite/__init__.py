@@ -14,9 +14,7 @@ from typing import Any
 
 from core.protocols import Platform
 from core.trajectory import Task
-from environments.tasks.convert import to_core_task
 from environments.tasks.loader import load_task_list
-from environments.tasks.model import OSWorldTask
 
 __all__ = [
     "ANDROID_SUITE_DIR",
@@ -32,18 +30,16 @@ ANDROID_SUITE_DIR = Path(__file__).resolve().parent
 ANDROID_SUITE_LIST = ANDROID_SUITE_DIR / "test_android.json"
 
 
-def load_android_suite() -> list[OSWorldTask]:
+def load_android_suite() -> list[Task]:
     """Every task of the Android suite, in list order."""
     return load_task_list(ANDROID_SUITE_LIST)
 
 
-def _complexity(task: OSWorldTask | Task) -> Any:
-    if isinstance(task, Task):
-        return task.extra.get("complexity", task.complexity)
-    return (task.model_extra or {}).get("complexity")
+def _complexity(task: Task) -> Any:
+    return task.extra.get("complexity", task.complexity)
 
 
-def step_budget(task: OSWorldTask | Task) -> int | None:
+def step_budget(task: Task) -> int | None:
     """AndroidWorld's budget: ``int(10 * complexity)``; None when the task gives no complexity."""
     value = _complexity(task)
     if value is None:
@@ -57,15 +53,15 @@ def step_budget(task: OSWorldTask | Task) -> int | None:
     return max(1, int(10 * complexity))
 
 
-def platform_task(task: OSWorldTask, platform: Platform) -> Task:
-    """The run record of `task` for `platform`; a task giving AndroidWorld's complexity gets
-    its step budget from it."""
-    record = to_core_task(task, platform=platform)
+def platform_task(task: Task, platform: Platform) -> Task:
+    """`task` for `platform`; a task giving AndroidWorld's complexity gets its step budget
+    from it."""
     budget = step_budget(task)
-    return record.model_copy(update={"max_steps": budget}) if budget is not None else record
+    update: dict[str, Any] = {"platform": platform} | ({"max_steps": budget} if budget is not None else {})
+    return task.model_copy(update=update)
 
 
-def android_task(task: OSWorldTask) -> Task:
+def android_task(task: Task) -> Task:
     """The run record of an Android task: platform android, step budget from its complexity."""
     return platform_task(task, "android")
 

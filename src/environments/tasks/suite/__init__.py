@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.trajectory import Task
 from environments.tasks.loader import load_task_list
-from environments.tasks.model import OSWorldTask
 
 __all__ = ["SUITE_DIR", "SUITE_LIST", "load_suite"]
 
@@ -19,6 +19,6 @@ SUITE_DIR = Path(__file__).resolve().parent
 SUITE_LIST = SUITE_DIR / "test_local.json"
 
 
-def load_suite() -> list[OSWorldTask]:
+def load_suite() -> list[Task]:
     """Every task of the local suite, in list order."""
     return load_task_list(SUITE_LIST)

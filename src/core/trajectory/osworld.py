@@ -1,27 +1,49 @@
-"""OSWorld's task JSON as pydantic models.
+"""The parts of OSWorld's task JSON that `Task` types: set-up steps and the evaluator.
 
 Field names follow OSWorld's `evaluation_examples/` files exactly so that a task written for
 OSWorld loads unchanged. Unknown fields are kept (``extra="allow"``), not rejected: the
 upstream files carry occasional extras (``hint``, ``env_may_change``, ``_config_note``).
+Each part is written back as it was read (`_AsWritten`): a default the file did not spell
+out is not added, so an exported task is the imported one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
-from environments.shell_flag import osworld_shell
+from core.shell_flag import osworld_shell
 
-__all__ = ["Evaluator", "GetterSpec", "MetricCall", "OSWorldTask", "SetupStep"]
+__all__ = ["Evaluator", "GetterSpec", "MetricCall", "SetupStep"]
 
 
-class SetupStep(BaseModel):
-    """One `{type, parameters}` entry of `config` or `evaluator.postconfig`."""
+class _AsWritten(BaseModel):
+    """A part of a task file: unknown keys kept, and dumped with only the keys it was given."""
 
     model_config = ConfigDict(extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        given = self.model_fields_set | set(self.model_extra or {})
+        return {key: value for key, value in data.items() if key in given}
+
+
+class SetupStep(_AsWritten):
+    """One `{type, parameters}` entry of `config` or `evaluator.postconfig`."""
 
     type: str
     parameters: dict[str, Any] = Field(default_factory=dict)
@@ -38,10 +60,8 @@ class SetupStep(BaseModel):
         return value
 
 
-class GetterSpec(BaseModel):
+class GetterSpec(_AsWritten):
     """A `result` or `expected` entry: a getter `type` plus that getter's own fields."""
-
-    model_config = ConfigDict(extra="allow")
 
     type: str
 
@@ -66,10 +86,8 @@ class MetricCall:
     options: dict[str, Any]
 
 
-class Evaluator(BaseModel):
+class Evaluator(_AsWritten):
     """How a finished task is scored: getters fetch states, metrics compare them."""
-
-    model_config = ConfigDict(extra="allow")
 
     func: str | list[str]
     result: GetterSpec | list[GetterSpec | None] | None = None
@@ -129,48 +147,3 @@ def _nth_options(value: dict[str, Any] | list[dict[str, Any] | None] | None, i: 
     if isinstance(value, list):
         return value[i] or {}
     return value or {}
-
-
-class OSWorldTask(BaseModel):
-    """One task file. Only `id`, `instruction` and `evaluator` are required."""
-
-    model_config = ConfigDict(extra="allow")
-
-    id: str
-    instruction: str
-    evaluator: Evaluator
-    snapshot: str = ""
-    source: str | list[str] = ""
-    trajectory: str = ""
-    config: list[SetupStep] = Field(default_factory=list)
-    related_apps: list[str] = Field(default_factory=list)
-    proxy: bool = False
-    fixed_ip: bool = False
-    possibility_of_env_change: str = "low"
-
-    _path: Path | None = PrivateAttr(default=None)
-    _domain: str = PrivateAttr(default="")
-
-    @property
-    def path(self) -> Path | None:
-        """The file this task was read from; relative local files resolve against its folder."""
-        return self._path
-
-    @property
-    def domain(self) -> str:
-        """The task list's domain (e.g. ``libreoffice_calc``), or the snapshot label."""
-        return self._domain or self.snapshot
-
-    @property
-    def base_dir(self) -> Path | None:
-        return self._path.parent if self._path is not None else None
-
-    def located(self, path: Path | None, domain: str = "") -> OSWorldTask:
-        """Record where the task came from (kept out of the JSON fields)."""
-        self._path = path
-        self._domain = domain
-        return self
-
-    def all_steps(self) -> list[SetupStep]:
-        """Setup steps followed by evaluator postconfig steps."""
-        return [*self.config, *self.evaluator.postconfig]

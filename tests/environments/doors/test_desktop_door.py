@@ -7,6 +7,7 @@ of the host count whether anything followed an address it named."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import os
@@ -15,9 +16,12 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import aiohttp
 import pytest
+from aiohttp import web
 
-from environments.local.desktop_door import REPLY_LIMIT, DesktopPortDoor, rewrite_urls
+from environments.doors import desktop_door
+from environments.doors.desktop_door import REPLY_LIMIT, DesktopPortDoor, rewrite_urls
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="entering a network namespace needs root")
 
@@ -159,30 +163,118 @@ def test_a_redirect_is_refused_and_never_followed(listener: _Listener, upgrade: 
     assert listener.accepted == 0 and door.refusals
 
 
-def test_an_upgrade_passes_both_ways() -> None:
+class _WebSocketDesktop:
+    """A desktop's websocket endpoint (aiohttp, on a loop of its own): it answers each text
+    message upper-cased and each binary one reversed, then, asked ``flood``, sends ``n``
+    messages of 800 bytes; it records the handshake's headers."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, str]] = []
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self.runner = asyncio.run_coroutine_threadsafe(self._start(), self.loop).result()
+
+    async def _start(self) -> web.AppRunner:
+        app = web.Application()
+        app.router.add_get("/devtools/browser/x", self._socket)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(runner.addresses[0][1])
+        return runner
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        self.seen.append({k.lower(): v for k, v in request.headers.items()})
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        async for message in ws:
+            if message.type == aiohttp.WSMsgType.TEXT and message.data.startswith("flood"):
+                for _ in range(int(message.data.split()[1])):
+                    await ws.send_bytes(b"f" * 800)
+            elif message.type == aiohttp.WSMsgType.TEXT:
+                await ws.send_str(message.data.upper())
+            elif message.type == aiohttp.WSMsgType.BINARY:
+                await ws.send_bytes(message.data[::-1])
+        return ws
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+async def _talk(port: int, *sent: str | bytes, replies: int) -> list[str | bytes]:
+    got: list[str | bytes] = []
+    async with aiohttp.ClientSession() as session, session.ws_connect(
+        f"ws://127.0.0.1:{port}/devtools/browser/x", headers={"Authorization": "Bearer secret"}
+    ) as ws:
+        for message in sent:
+            await (ws.send_str(message) if isinstance(message, str) else ws.send_bytes(message))
+        async for reply in ws:
+            if reply.type not in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
+                break
+            got.append(reply.data)
+            if len(got) == replies:
+                break
+    return got
+
+
+def test_a_websocket_passes_both_ways_message_by_message() -> None:
+    desktop = _WebSocketDesktop()
+    door = DesktopPortDoor(desktop.port, lambda: "/proc/self/ns/net")
+    try:
+        got = asyncio.run(_talk(door.port, "hello", b"abc", replies=2))
+    finally:
+        door.close()
+        desktop.close()
+    assert got == ["HELLO", b"cba"]
+    seen = desktop.seen[0]
+    assert seen["host"] == f"127.0.0.1:{door.port}" and "authorization" not in seen
+
+
+def test_a_websocket_ends_past_the_stream_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(desktop_door, "STREAM_LIMIT", 2000)
+    desktop = _WebSocketDesktop()
+    door = DesktopPortDoor(desktop.port, lambda: "/proc/self/ns/net")
+    try:
+        got = asyncio.run(_talk(door.port, "flood 10", replies=10))
+    finally:
+        door.close()
+        desktop.close()
+    assert len(got) == 2  # 1600 bytes passed; the third message would make 2400
+
+
+def test_a_switch_that_is_no_websocket_handshake_is_refused() -> None:
+    """A desktop that answers 101 and then speaks anything (no valid handshake) gets no stream."""
+
     def switch(h: http.server.BaseHTTPRequestHandler) -> None:
         h.send_response(101)
         h.send_header("Upgrade", "websocket")
         h.send_header("Connection", "Upgrade")
         h.end_headers()
         h.wfile.flush()
-        h.wfile.write(h.rfile.read(5).upper())  # echo, as frames would go
-        h.wfile.flush()
         h.close_connection = True
 
     desktop, door = _door(switch)
+    extra = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" \
+            "Sec-WebSocket-Version: 13\r\n"
     try:
-        with socket.create_connection(("127.0.0.1", door.port), timeout=10) as sock:
-            sock.sendall(b"GET /devtools/browser/x HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-                         b"Connection: Upgrade\r\n\r\nhello")  # fmt: skip
-            data = b""
-            while chunk := sock.recv(65536):
-                data += chunk
+        status, _, body = _get(door.port, "/devtools/browser/x", extra=extra)
     finally:
         door.close()
         desktop.close()
-    assert data.startswith(b"HTTP/1.0 101") or data.startswith(b"HTTP/1.1 101"), data[:100]
-    assert data.endswith(b"HELLO")
+    assert status == 502 and "handshake" in json.loads(body)["message"]
+    assert door.refusals
+
+
+def test_the_door_dials_no_address_but_the_desktops_port() -> None:
+    door = DesktopPortDoor(9, host="127.0.0.1")
+    try:
+        with pytest.raises(OSError, match="dials only"):
+            door._socket((socket.AF_INET, socket.SOCK_STREAM, 0, "", ("127.0.0.1", 10)))
+        door._socket((socket.AF_INET, socket.SOCK_STREAM, 0, "", ("127.0.0.1", 9))).close()
+    finally:
+        door.close()
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "until-close"])

@@ -1,7 +1,8 @@
-"""The host-side door: token injection per request, one request per connection, own uid only."""
+"""The host-side doors: token injection per request, one request per connection, own uid only."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -12,11 +13,14 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import requests
 
-from environments.local.forward import TcpForwarder, peer_uid
+from environments.doors.desktop_door import DesktopPortDoor
+from environments.doors.forward import TcpForwarder, peer_uid
+from environments.tasks.door import ClientDoor
 
 TOKEN = "s3cret-token-for-tests"
 
@@ -189,3 +193,63 @@ def test_door_refuses_redirects_and_oversized_replies_and_says_so(tmp_path: Path
     assert [line.split(":")[0] for line in refusals] == ["POST /redirect HTTP/1.1", "POST /declared HTTP/1.1",
                                                           "POST /stream HTTP/1.1", "POST /file HTTP/1.1"]  # fmt: skip
     assert "1024.0 MiB, over the 256 MiB limit" in refusals[-1]
+
+
+def test_peer_uid_reads_the_table_where_the_kernel_cannot_be_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from environments.doors import server as door_server
+
+    def no_netlink(*_: object) -> None:
+        raise OSError("no sock_diag here")
+
+    monkeypatch.setattr(door_server, "_diag_uid", no_netlink)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)):
+            accepted, peer = server.accept()
+            with accepted:
+                assert peer_uid(peer, ("127.0.0.1", port)) == os.getuid()
+                assert peer_uid(peer, ("127.0.0.1", port + 1 if port < 65535 else 1)) is None
+
+
+def _probe_as_nobody(port: int) -> str:
+    other = subprocess.run(
+        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", sys.executable, "-I", "-c", _PROBE,
+         str(port)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    return other.stdout.strip()
+
+
+@pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
+def test_every_door_refuses_another_users_connection() -> None:
+    """The desktop-port door and the door that calls a client share the controller door's wall."""
+    with DesktopPortDoor(9, host="127.0.0.1") as door:
+        assert _probe_as_nobody(door.port) in ("b''", "reset")
+        assert door.refused == 1
+
+    async def client_door() -> tuple[str, int]:
+        door = ClientDoor(cast(Any, object()))  # never called: the connection is refused first
+        await door.start()
+        try:
+            return await asyncio.to_thread(_probe_as_nobody, door.port), door.refused
+        finally:
+            await door.close()
+
+    assert asyncio.run(client_door()) in (("b''", 1), ("reset", 1))
+
+
+def test_closing_a_door_with_a_connection_open_logs_no_error(unix_server: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A client still connected when the door closes is cancelled quietly: Python 3.11 logs a
+    cancelled connection handler as "Exception in callback" unless the handler ends itself."""
+    caplog.set_level("DEBUG", logger="asyncio")
+    door = TcpForwarder(unix_server)
+    client = socket.create_connection(("127.0.0.1", door.port), timeout=10)
+    try:
+        client.sendall(b"GET /terminal HTTP/1.1\r\nHost: desktop\r\n\r\n")
+        assert client.recv(12).startswith(b"HTTP/1.1 401")  # piped, and kept alive: the pipe stays open
+        door.close()
+    finally:
+        client.close()
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert not errors, [r.getMessage() for r in errors]
