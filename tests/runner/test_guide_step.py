@@ -20,7 +20,10 @@ from runner.config import load_run_config
 from runner.guided import GuidedStep, PolicyStep, check_guide, guided_config, make_chooser
 
 SCREEN = (1280, 720)
-DELAY = 0.4
+DELAY = 1.0
+#: When each scripted call reached its model, by script name: calls made one after another
+#: start at least DELAY apart, concurrent ones within moments (a test of overlap, not of speed).
+STARTS: dict[str, list[float]] = {}
 
 
 def _png(size: tuple[int, int] = SCREEN) -> bytes:
@@ -38,6 +41,7 @@ def _worker(name: str, ledger: Ledger, policy: list[Reply | object], **config: o
 
 
 def _by_seed(request: ScriptRequest) -> Reply:
+    STARTS.setdefault("policy", []).append(time.perf_counter())
     seed = request.config.seed
     if seed == PAPER_SEEDS[2]:
         return Reply(text="I would rather explain than act.", delay=DELAY)  # unusable: left out
@@ -45,6 +49,7 @@ def _by_seed(request: ScriptRequest) -> Reply:
 
 
 def _score(request: ScriptRequest) -> Reply:
+    STARTS.setdefault("prm", []).append(time.perf_counter())
     text = request.messages[-1].text().split("Candidate action to score:", 1)[1]
     score = 8 if f"agent.wait(seconds={float(PAPER_SEEDS[3] % 97)!r})" in text else 3
     return Reply(text=f'<eval>{{"score": {score}, "reason": "scripted"}}</eval>', delay=DELAY)
@@ -57,11 +62,15 @@ async def test_k_candidates_run_at_once_and_the_best_scored_is_chosen() -> None:
     guide_model = ChatModel.from_name("scripted/guided-prm", ledger=ledger).with_tags(rollout=0)
     step = GuidedStep(worker, make_guide("prm", guide_model), PAPER_SEEDS[:4], model=guide_model)
 
-    started = time.perf_counter()
+    STARTS.clear()
     choice = await step.choose("Wait a little.", _png(), SCREEN, [])
-    wall = time.perf_counter() - started
 
-    assert wall < 3.5 * DELAY, "the 4 candidates and the 3 scores each ran concurrently"
+    # The 4 candidates, then the 3 scores, each ran concurrently: one after another they would
+    # start at least DELAY apart (3 and 2 gaps of it).
+    for role, calls in (("policy", 4), ("prm", 3)):
+        starts = STARTS[role]
+        assert len(starts) == calls and max(starts) - min(starts) < DELAY, (role, starts)
+    assert min(STARTS["prm"]) >= max(STARTS["policy"]), "scoring begins once the candidates are in"
     policy = Script.get("guided-policy").requests
     assert sorted(r.config.seed for r in policy) == sorted(PAPER_SEEDS[:4])
     assert choice.guide is not None
