@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from typing import Annotated, Any
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -49,7 +50,6 @@ from ..strategy import RolloutOutcome, Strategy, TaskRun, check_strategy, strate
 from ..task_errors import summarize_task_errors
 from ..tasks import check_task_platform, resolve_task
 from ..terminal import SafeConsole
-from ..wide import WideScaling
 from .errors import fail
 from .models import check_models
 from .options import (
@@ -71,6 +71,8 @@ from .options import (
 from .wide import missing_key_line, prepare_wide, run_wide, summarize
 
 __all__ = ["run"]
+
+_T = TypeVar("_T")
 
 
 def _new_run_id() -> str:
@@ -131,10 +133,12 @@ def run(
     ledger, models = _open_run(cfg, layout, use)
     _header(console, cfg, the_task, layout, unpriced=unpriced, resumed=resumed)
     if strategy_class(cfg).board:
-        wide = _run_wide_task(console, cfg, the_task, layout, models, ledger, resume=resumed, verbose=verbose)
+        wide = _run_task(console, cfg, layout, lambda: run_wide(cfg, the_task, layout, models, ledger, console, resume=resumed),
+                         verbose=verbose, stops="the desktops were")
         summarize(console, cfg, the_task, wide, layout)
     else:
-        outcome = _run_one_task(console, cfg, the_task, layout, models, ledger, resume=resumed, verbose=verbose)
+        outcome = _run_task(console, cfg, layout, lambda: _run(cfg, the_task, layout, models, ledger, console, resume=resumed),
+                            verbose=verbose, stops="the desktop was")
         _report(console, cfg, the_task, outcome, ledger, layout)
     _exit_on_errors(console, cfg, layout)
 
@@ -190,30 +194,18 @@ def _open_run(cfg: RunConfig, layout: RunLayout, use: FolderUse) -> tuple[Ledger
     return ledger, models
 
 
-def _run_wide_task(console: Console, cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet,
-                   ledger: Ledger, *, resume: bool, verbose: bool) -> WideScaling:
-    """The task under the wide (or branch) strategy; Ctrl-C stops the desktops (exit 130)."""
+def _run_task(console: Console, cfg: RunConfig, layout: RunLayout, work: Callable[[], Coroutine[Any, Any, _T]], *,
+              verbose: bool, stops: str) -> _T:
+    """The task's run on the event loop, logged to the run folder. Ctrl-C stops the desktops
+    (`stops` says which, exit 130); a missing key or an environment that fails is one line."""
     try:
         with run_log(layout.path, verbose=verbose):
-            return run_async(cfg, run_wide(cfg, task, layout, models, ledger, console, resume=resume))
+            return run_async(cfg, work())
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]; the desktops were stopped. Files so far: {layout.path}")
+        console.print(f"[yellow]interrupted[/yellow]; {stops} stopped. Files so far: {layout.path}")
         raise typer.Exit(code=130) from None
     except MissingAPIKeyError as e:
         raise fail(missing_key_line(e)) from None
-    except EnvError as e:
-        raise fail(f"{e} (run folder: {layout.path})") from None
-
-
-def _run_one_task(console: Console, cfg: RunConfig, task: Task, layout: RunLayout, models: ModelSet,
-                  ledger: Ledger, *, resume: bool, verbose: bool) -> RolloutOutcome:
-    """The task under a one-rollout-at-a-time strategy; Ctrl-C stops the desktop (exit 130)."""
-    try:
-        with run_log(layout.path, verbose=verbose):
-            return run_async(cfg, _run(cfg, task, layout, models, ledger, console, resume=resume))
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]; the desktop was stopped. Files so far: {layout.path}")
-        raise typer.Exit(code=130) from None
     except EnvError as e:
         raise fail(f"{e} (run folder: {layout.path})") from None
 
