@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from environments.tasks.model import OSWorldTask
 
+from core.trajectory import Task
 from environments.tasks.context import TaskContext
 from environments.tasks.door import Endpoint
 from environments.tasks.getters import GETTER_RETRY_SCALE_ENV, official_env
@@ -47,7 +47,7 @@ def refusing() -> Iterator[tuple[int, list[str]]]:
 
 
 def _env(port: int, tmp_path: Path):  # type: ignore[no-untyped-def]
-    task = OSWorldTask.model_validate({"id": "retries", "instruction": "-", "evaluator": {"func": "infeasible"}})
+    task = Task.from_osworld({"id": "retries", "instruction": "-", "evaluator": {"func": "infeasible"}})
     ctx = TaskContext(task=task, cache_dir=tmp_path)
     return official_env(Endpoint("127.0.0.1", port), ctx)
 
