@@ -241,4 +241,4 @@ async def test_code_agent_cannot_touch_the_host(harness, local_env: LocalEnviron
 
 def test_free_text_task_has_no_evaluator() -> None:
     task: Task = resolve_task("Open the text editor and write a haiku.")
-    assert task.id.startswith("instruction-") and task.evaluator == {} and task.snapshot == "blank"
+    assert task.id.startswith("instruction-") and task.evaluator is None and task.snapshot == "blank"
