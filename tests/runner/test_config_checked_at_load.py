@@ -79,7 +79,7 @@ def own_critic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
                 self.options = options
 
             async def __call__(self, task, rollout):
-                raise NotImplementedError
+                raise AssertionError("only this critic's options are checked here; it never runs")
     '''))
     monkeypatch.syspath_prepend(str(tmp_path))
     yield "my_critic:Strict"

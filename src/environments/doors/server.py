@@ -173,6 +173,10 @@ class LoopDoor:
     listening and cuts every connection; it is safe to call twice and from any thread but the
     door's own."""
 
+    #: Answers one request, for the default `_protocol`: HTTP doors define it, a door that
+    #: gives its own `_protocol` (the proxy relay) has none.
+    _handle: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+
     def __init__(self, name: str, *, listener: socket.socket | None = None, own_uid: bool = True) -> None:
         self.port = 0
         self._listener = listener
@@ -204,9 +208,6 @@ class LoopDoor:
             self._web = web.Server(self._handle, handler_cancellation=True, max_line_size=65536,
                                    max_field_size=65536)  # fmt: skip
         return self._web()
-
-    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        raise NotImplementedError
 
     async def _listen(self) -> None:
         factory = own_uid_only(self, self._protocol) if self._own_uid else self._protocol
