@@ -114,3 +114,30 @@ def solver_or_quitter(task: str, *, quitter: bool, quit_delay: float) -> Any:
         return Reply(text=str(DEMO_PLANS[task](request)), delay=0.6)
 
     return reply
+
+
+@contextmanager
+def module_elsewhere(folder: Path, name: str, source: str, *registered: tuple[Any, str]) -> Iterator[Path]:
+    """A module of the user's own, `name`.py in `folder` outside the tree, importable while
+    the block runs; afterwards it is forgotten and each (registry, entry name) it registered
+    under a dotted path is unregistered."""
+    import importlib
+    import sys
+    import textwrap
+
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(textwrap.dedent(source))
+    sys.path.insert(0, str(folder))
+    importlib.invalidate_caches()
+    try:
+        yield folder
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(name, None)
+        for registry, entry in registered:
+            registry.unregister(entry)
+
+
+def flatten(text: str) -> str:
+    """A rich table's text with its borders and line breaks flattened to single spaces."""
+    return " ".join(text.replace("│", " ").split())

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from runner_helpers import flatten, module_elsewhere
 from typer.testing import CliRunner
 
 from core.llm import Script
@@ -73,18 +73,10 @@ PATH = "my_kinds:PEBBLE"
 
 
 @pytest.fixture
-def mine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    folder = tmp_path / "elsewhere"
-    folder.mkdir()
-    (folder / "my_kinds.py").write_text(textwrap.dedent(MINE))
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    sys.modules.pop("my_kinds", None)
-    KINDS.unregister("pebble")  # a kind named by path is registered under its name
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.replace("│", " ").split())
+def mine(tmp_path: Path) -> Iterator[Path]:
+    # a kind named by path is registered under its name: unregistered afterwards
+    with module_elsewhere(tmp_path / "elsewhere", "my_kinds", MINE, (KINDS, "pebble")) as folder:
+        yield folder
 
 
 def _policy(name: str) -> None:
@@ -116,12 +108,12 @@ def test_a_kind_by_dotted_path_runs_through_run(mine: Path, tmp_path: Path) -> N
             "--out", str(tmp_path / "runs"), "--run-id", run_id,
         ], env={"COLUMNS": "400"})  # fmt: skip
         assert result.exit_code == 0, result.output
-        flat = _flat(result.output)
+        flat = flatten(result.output)
         assert "on a pebble of 3 g" in flat and "outcome done after 2 steps" in flat
         config = json.loads((RunLayout(tmp_path / "runs", run_id).path / "config.json").read_text())
         assert config["environment"]["kind"] == "pebble" and config["environment"]["weight"] == 3
     bad = CliRunner().invoke(app, ["run", "--env", "my_kinds:NOT_A_KIND", "--task", "x y"], env={"COLUMNS": "400"})
-    assert bad.exit_code == 2 and "not an environment kind" in _flat(bad.output)
+    assert bad.exit_code == 2 and "not an environment kind" in flatten(bad.output)
 
 
 def test_a_kind_by_dotted_path_runs_through_bench(mine: Path, tmp_path: Path) -> None:

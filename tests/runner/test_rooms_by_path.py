@@ -7,12 +7,11 @@ and nothing of agent-s3 is edited to add them (the module lives in a temporary f
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from runner_helpers import flatten, module_elsewhere
 from test_critic_commands import run_dir  # noqa: F401  (a fixture: a graded run on disk)
 from test_environment_kinds import paper_kind  # noqa: F401  (a fixture: an in-memory environment kind)
 from typer.testing import CliRunner
@@ -124,20 +123,10 @@ GUIDE = "my_rooms:EndGuide"
 
 
 @pytest.fixture
-def rooms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    folder = tmp_path / "elsewhere"
-    folder.mkdir()
-    (folder / "my_rooms.py").write_text(textwrap.dedent(ROOMS))
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    sys.modules.pop("my_rooms", None)
-    JUDGES.unregister("longest-story")  # a class named by path is registered under its name
-    CRITICS.unregister("one-word")
-    GUIDES.unregister("end-guide")
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.replace("│", " ").split())
+def rooms(tmp_path: Path) -> Iterator[Path]:
+    # classes named by path are registered under their names: unregistered afterwards
+    with module_elsewhere(tmp_path / "elsewhere", "my_rooms", ROOMS, (JUDGES, "longest-story"), (CRITICS, "one-word"), (GUIDES, "end-guide")) as folder:
+        yield folder
 
 
 def _paper_policy(name: str) -> None:
@@ -151,7 +140,7 @@ def _run(tmp_path: Path, run_id: str, *args: str) -> str:
         "--out", str(tmp_path / "runs"), "--run-id", run_id, *args,
     ], env={"COLUMNS": "400"})  # fmt: skip
     assert result.exit_code == 0, result.output
-    return _flat(result.output)
+    return flatten(result.output)
 
 
 def test_a_critic_by_dotted_path_runs_the_retry_strategy(paper_kind: object, rooms: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -228,7 +217,7 @@ def test_a_model_provider_by_dotted_path_serves_the_policy(paper_kind: object, r
             "--out", str(tmp_path / "runs"), "--run-id", "provider-rooms", "-c", "worker.reflection=false",
         ], env={"COLUMNS": "400"})  # fmt: skip
         assert result.exit_code == 0, result.output
-        assert "outcome done after 1 steps" in _flat(result.output)
+        assert "outcome done after 1 steps" in flatten(result.output)
         ledger = (RunLayout(tmp_path / "runs", "provider-rooms").ledger_path).read_text()
         assert '"model":"always-done/done-1"' in ledger.replace(" ", "")
     finally:
@@ -266,12 +255,12 @@ def test_a_bad_dotted_path_is_one_line_before_any_rollout(rooms: Path, tmp_path:
     result = CliRunner().invoke(app, ["run", "--task", "Press Enter once", "--model", "scripted/x",
                                       "--out", str(tmp_path), *args], env={"COLUMNS": "400"})
     assert result.exit_code != 0
-    assert message in _flat(result.output)
+    assert message in flatten(result.output)
     assert not list(tmp_path.glob("*/config.json"))  # refused before a run folder was written
 
 
 def test_help_texts_list_the_registered_names_and_the_dotted_form() -> None:
-    help_text = _flat(CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "400"}).output)
+    help_text = flatten(CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "400"}).output)
     for name in (*JUDGES.names(), *CRITICS.names()):
         assert name in help_text
     assert help_text.count("package.module:Class") >= 3  # --strategy, --critic, --judge, --guide
@@ -279,5 +268,5 @@ def test_help_texts_list_the_registered_names_and_the_dotted_form() -> None:
                            (["sweep"], JUDGES.names()), (["critic-bench"], CRITICS.names()),
                            (["critic"], CRITICS.names()),
                            (["models", "check"], [*JUDGES.names(), *CRITICS.names(), *GUIDES.names()])):
-        text = _flat(CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "400"}).output)
+        text = flatten(CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "400"}).output)
         assert all(n in text for n in names) and "package.module:Class" in text, (command, names)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import ast
 import json
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from runner_helpers import flatten, module_elsewhere
 from test_environment_kinds import OPENED, Paper, paper_kind  # noqa: F401  (a fixture: an in-memory environment kind)
 from typer.testing import CliRunner
 
@@ -91,18 +90,10 @@ PATH = "my_strategies:TwoTries"
 
 
 @pytest.fixture
-def mine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    folder = tmp_path / "elsewhere"
-    folder.mkdir()
-    (folder / "my_strategies.py").write_text(textwrap.dedent(MINE))
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    sys.modules.pop("my_strategies", None)
-    STRATEGIES.unregister("two-tries")  # a class named by path is registered under its name
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.replace("│", " ").split())
+def mine(tmp_path: Path) -> Iterator[Path]:
+    # a class named by path is registered under its name: unregistered afterwards
+    with module_elsewhere(tmp_path / "elsewhere", "my_strategies", MINE, (STRATEGIES, "two-tries")) as folder:
+        yield folder
 
 
 def _policy(name: str) -> None:
@@ -129,7 +120,7 @@ def test_a_class_that_answers_nothing_is_refused_in_one_line(mine: Path) -> None
         STRATEGIES.get("my_strategies:NotOne")
     result = CliRunner().invoke(app, ["run", "--strategy", "my_strategies:NotOne", "--task", "x y",
                                       "--model", "scripted/demo"], env={"COLUMNS": "400"})
-    assert result.exit_code != 0 and "subclass runner.strategy.BaseStrategy" in _flat(result.output)
+    assert result.exit_code != 0 and "subclass runner.strategy.BaseStrategy" in flatten(result.output)
 
 
 def test_a_strategy_by_dotted_path_runs_through_run(paper_kind: object, mine: Path, tmp_path: Path) -> None:  # noqa: F811
