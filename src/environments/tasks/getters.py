@@ -81,10 +81,14 @@ GETTER_RETRY_SCALE_ENV = "AGENT_S3_GETTER_RETRY_SCALE"
 
 
 def _retry_scale() -> float:
+    text = os.environ.get(GETTER_RETRY_SCALE_ENV, "1")
     try:
-        return max(0.0, float(os.environ.get(GETTER_RETRY_SCALE_ENV, "1")))
+        scale = float(text)
     except ValueError:
-        return 1.0
+        scale = -1.0
+    if not scale >= 0:  # also NaN
+        raise ValueError(f"{GETTER_RETRY_SCALE_ENV}={text!r} is not a number >= 0: unset it or give one (1 is OSWorld's wait)")
+    return scale
 
 
 def official_env(endpoint: Endpoint, ctx: TaskContext, setup_controller: Any = None) -> OfficialEnv:

@@ -69,5 +69,6 @@ def test_a_refused_file_is_asked_for_three_times_with_scaled_waits(
 def test_without_the_setting_the_waits_are_osworlds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(GETTER_RETRY_SCALE_ENV)
     assert _env(1, tmp_path).controller.retry_interval == 5
-    monkeypatch.setenv(GETTER_RETRY_SCALE_ENV, "not a number")
-    assert _env(1, tmp_path).controller.retry_interval == 5
+    monkeypatch.setenv(GETTER_RETRY_SCALE_ENV, "not a number")  # refused in one line, never read as 1
+    with pytest.raises(ValueError, match="AGENT_S3_GETTER_RETRY_SCALE='not a number' is not a number >= 0"):
+        _env(1, tmp_path)
