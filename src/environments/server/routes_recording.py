@@ -31,8 +31,11 @@ __all__ = ["MAX_BYTES", "MAX_SECONDS", "Recorder", "install"]
 MAX_SECONDS = 30 * 60
 MAX_BYTES = RECORDING_BYTES
 FRAME_RATE = 15
-#: How long ffmpeg must survive its start to count as recording (OSWorld waits 2 s).
-_ALIVE_CHECK_S = 1.0
+#: How long ffmpeg may take to write the mp4's header, which is when it counts as recording.
+#: (OSWorld waits a fixed 2 s; on a loaded host ffmpeg can take longer than that to start, and a
+#: recording stopped before its header exists leaves no file at all.)
+_START_TIMEOUT_S = 20.0  # under the client's 30 s for the request
+_START_POLL_S = 0.05
 #: How long ffmpeg may take to finish the file after SIGINT (OSWorld's bound).
 _FINISH_S = 15.0
 
@@ -112,12 +115,27 @@ async def start_recording(request: web.Request) -> web.Response:
         recorder.spawn(argv, state.env)
         assert recorder.process is not None
         state.registry.add(recorder.process.pid)
-        await asyncio.sleep(_ALIVE_CHECK_S)
-        if recorder.process.poll() is not None:
-            reason = recorder.log_tail() or f"exit status {recorder.process.returncode}"
+        failure = await _until_recording(recorder)
+        if failure:
             recorder.discard()
-            return _json("error", f"Failed to start recording: ffmpeg exited ({reason})", 500)
+            return _json("error", f"Failed to start recording: {failure}", 500)
     return _json("success", "Started recording.", 200)
+
+
+async def _until_recording(recorder: Recorder) -> str:
+    """Wait until ffmpeg has written the mp4's header; the reason it has not, or ''."""
+    process = recorder.process
+    assert process is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _START_TIMEOUT_S
+    while process.poll() is None:
+        with contextlib.suppress(OSError):
+            if recorder.output.lstat().st_size > 0:
+                return ""
+        if loop.time() > deadline:
+            return f"ffmpeg wrote nothing within {_START_TIMEOUT_S:g} s"
+        await asyncio.sleep(_START_POLL_S)
+    return f"ffmpeg exited ({recorder.log_tail() or f'exit status {process.returncode}'})"
 
 
 @routes.post("/end_recording")

@@ -277,6 +277,29 @@ async def test_recording_gives_a_bounded_mp4(
         assert (await http.post("/end_recording")).status_code == 400
 
 
+async def test_a_recording_ended_as_soon_as_it_starts_still_gives_an_mp4(
+    session: dict[str, Any], server_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    """An ffmpeg slow to start (a loaded host) is waited for: `start_recording` answers once the
+    mp4 has its header, so an immediate `end_recording` has a file to send, not a 404."""
+    real = shutil.which("ffmpeg")
+    if real is None:
+        pytest.skip("needs ffmpeg")
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    wrapper = slow / "ffmpeg"
+    wrapper.write_text(f'#!/bin/sh\nsleep 2.5\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**session["env"], "PATH": f"{slow}:{os.environ['PATH']}"}
+    own = server_factory(on=session["display"], env=env)
+    async with httpx.AsyncClient(base_url=own.url, headers=own.headers, timeout=60) as http:
+        started = await http.post("/start_recording")
+        assert started.status_code == 200, started.text
+        ended = await http.post("/end_recording")
+        assert ended.status_code == 200, ended.text
+        assert ended.content[4:8] == b"ftyp"
+
+
 def _serve_folder(folder: Path) -> tuple[subprocess.Popen[str], int]:
     """A plain HTTP file server on a free loopback port (the host side of `download` steps)."""
     files = subprocess.Popen(
