@@ -48,10 +48,7 @@ class Asked(Generic[T]):
 def _record(model: ChatModel, tag: str) -> CallRecord | None:
     if model.ledger is None:
         return None
-    for record in reversed(model.ledger.records):
-        if record.tags.get(CALL_TAG) == tag:
-            return record
-    return None
+    return model.ledger.last(**{CALL_TAG: tag})
 
 
 async def ask(

@@ -192,8 +192,10 @@ def write_json_atomic(path: Path | str, obj: BaseModel | Any, *, durable: bool =
     write_text_atomic(path, text + "\n", durable=durable)
 
 
-def append_line(path: Path | str, line: str | bytes, *, durable: bool = True) -> None:
-    """Append one line (without its newline) to a log in a single write.
+def append_line(path: Path | str, line: str | bytes, *, durable: bool = True) -> int | None:
+    """Append one line (without its newline) to a log in a single write; return the byte
+    offset where it starts (None for a target that is not a regular file), so a reader
+    can find it again without keeping it.
 
     Raises ValueError if `line` contains a newline: it would split one record into two.
     When the write or its fsync fails (a full disk, a quota), the log is cut back to where
@@ -205,7 +207,7 @@ def append_line(path: Path | str, line: str | bytes, *, durable: bool = True) ->
         raise ValueError("a log line must not contain a newline; serialise it compactly")
     data += b"\n"
     if _write_through(Path(path), data):
-        return
+        return None
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
     try:
         start = os.fstat(fd).st_size  # one writer per log: nobody else moves the end
@@ -220,6 +222,7 @@ def append_line(path: Path | str, line: str | bytes, *, durable: bool = True) ->
             with contextlib.suppress(OSError):  # truncating frees space, so it works on a full disk
                 os.ftruncate(fd, start)
             raise _name_file(exc, path) from None
+        return os.lseek(fd, 0, os.SEEK_CUR) - len(data)  # O_APPEND left the offset at our line's end
     finally:
         os.close(fd)
 

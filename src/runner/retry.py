@@ -205,8 +205,7 @@ class RetryUntilSuccess(BaseStrategy):
         if errored:
             why += (f"; the critic failed on attempt(s) {', '.join(map(str, errored))} "
                     "(errors, not rejections: see critic-<name>.json)")
-        calls = [r for r in run.ledger.records if r.module == CRITIC_MODULE
-                 and r.tags.get("run") == run.layout.run_id and r.tags.get("task") == run.task.id]
+        calls = run.ledger.calls(CRITIC_MODULE, run=run.layout.run_id, task=run.task.id)
         return Selection(
             strategy=f"retry-{settings.name}",
             candidates=[a.index for a in attempts],

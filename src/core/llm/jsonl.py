@@ -20,11 +20,12 @@ __all__ = ["append_line", "read_lines", "repair_tail"]
 _log = logging.getLogger(__name__)
 
 
-def append_line(path: Path, record: dict[str, Any] | str) -> None:
+def append_line(path: Path, record: dict[str, Any] | str) -> int | None:
     """Append one JSON object (or an already serialised one) as a single write; a write
-    that fails part-way (a full disk) is cut back off, see `core.atomic.append_line`."""
+    that fails part-way (a full disk) is cut back off, see `core.atomic.append_line`.
+    Returns the line's byte offset (None when `path` is not a regular file)."""
     text = record if isinstance(record, str) else json.dumps(record, separators=(",", ":"))
-    append_whole_line(path, text.replace("\n", " ").replace("\r", " "), durable=False)
+    return append_whole_line(path, text.replace("\n", " ").replace("\r", " "), durable=False)
 
 
 def read_lines(path: Path) -> Iterator[dict[str, Any]]:

@@ -3,18 +3,28 @@
 Shared by every model of a run (pass it explicitly; there is no global one). With a path
 it appends each record to `ledger.jsonl` as it lands, so a killed run keeps every finished
 call; opening an existing file loads its records and continues it.
+
+Memory stays small at a benchmark's scale (hundreds of thousands of calls): records are kept
+as their JSON lines (for a ledger with a file, only where each lies in it, see
+`ledger_lines`) and decoded when read; the newest stay as objects, since nearly every reader
+looks at the end; totals, dollars and the lookups readers need are indexes kept as records land.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import threading
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import combinations
 from pathlib import Path
 from typing import overload
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from .jsonl import append_line, read_lines, repair_tail
+from .jsonl import repair_tail
+from .ledger_lines import LineStore, decode, load
 from .records import CallRecord
 
 __all__ = ["INDEXED", "Ledger", "ModuleTotals"]
@@ -22,6 +32,14 @@ __all__ = ["INDEXED", "Ledger", "ModuleTotals"]
 #: Tags whose combinations `Ledger.dollars` answers without a scan.
 INDEXED = frozenset({"run", "task", "rollout"})
 
+#: Newest records kept as objects too (about 2.4 KB each).
+TAIL = 1024
+
+#: Tag keys and values that serialise to the same bytes in every JSON writer, so a raw line
+#: can be searched for them before it is decoded.
+_PLAIN = re.compile(r"[A-Za-z0-9_.:/@+\-]*")
+
+_Where = tuple[str, str | None, str | None]
 
 class ModuleTotals(BaseModel):
     """Sums over the calls of one module (or of all of them)."""
@@ -48,40 +66,85 @@ class ModuleTotals(BaseModel):
         self.retries += record.retries
 
 
+class _Running:
+    """`ModuleTotals` kept as calls land, in plain slots (a pydantic model's assignments
+    cost more than the rest of an append); added up in the same order, so equal to a recount."""
+
+    __slots__ = ("cache_write_tokens", "cached_tokens", "calls", "dollars", "errors", "input_tokens",
+                 "output_tokens", "retries", "seconds")
+
+    def __init__(self) -> None:
+        self.calls = self.errors = self.input_tokens = self.output_tokens = 0
+        self.cached_tokens = self.cache_write_tokens = self.retries = 0
+        self.dollars = self.seconds = 0.0
+
+    def add(self, record: CallRecord) -> None:
+        self.calls += 1
+        self.errors += record.error is not None
+        self.input_tokens += record.input_tokens
+        self.output_tokens += record.output_tokens
+        self.cached_tokens += record.cached_tokens
+        self.cache_write_tokens += record.cache_write_tokens
+        self.dollars += record.dollars
+        self.seconds += record.seconds
+        self.retries += record.retries
+
+    def totals(self) -> ModuleTotals:
+        return ModuleTotals(**{name: getattr(self, name) for name in self.__slots__})
+
+
 class Ledger:
-    """Append-only list of call records, optionally mirrored to a JSONL file."""
+    """Append-only sequence of call records, optionally mirrored to a JSONL file."""
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else None
-        self._records: list[CallRecord] = []
+        self._lines = LineStore(self.path)
+        #: (index of the first, the newest records as objects); replaced whole, never half-updated.
+        self._tail: tuple[int, list[CallRecord]] = (0, [])
         self._dollars: dict[tuple[tuple[str, str], ...], float] = {}
+        self._modules: dict[str, _Running] = {}
+        self._total = _Running()
+        #: Record indices by (module, run tag, task tag).
+        self._where: dict[_Where, array[int]] = {}
+        self._lock = threading.Lock()
         if self.path is not None and self.path.exists():
-            self._records = list(_load(self.path))
+            for at, size, record in load(self.path):
+                self._lines.adopt(at, size)
+                self._index(record)
             repair_tail(self.path)
-        for record in self._records:
-            self._index(record)
+        #: Records from here on were written by this object, canonically (`last` searches their bytes).
+        self._mine = len(self._lines)
 
     def __repr__(self) -> str:
-        return f"Ledger(path={self.path!s}, records={len(self._records)})"
+        return f"Ledger(path={self.path!s}, records={len(self)})"
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._lines)
 
     @property
     def records(self) -> Sequence[CallRecord]:
         """Every record so far, oldest first: a read-only view, not a copy (a narrator
         looks for its call's record from the end after every call, on ledgers of a
-        benchmark's hundreds of thousands of calls)."""
-        return _View(self._records)
+        benchmark's hundreds of thousands of calls). Reading an old record decodes it."""
+        return _View(self)
 
     def append(self, record: CallRecord) -> None:
-        self._records.append(record)
-        self._index(record)
-        if self.path is not None:
-            append_line(self.path, record.model_dump_json())
+        line = record.model_dump_json().encode()
+        with self._lock:  # one writer at a time keeps the line, its index and the tail in step
+            self._lines.add(line)
+            self._index(record)
 
     def _index(self, record: CallRecord) -> None:
-        """Dollars by every combination of the record's `INDEXED` tags (at most eight)."""
+        index = len(self._lines) - 1
+        base, tail = self._tail
+        tail.append(record)
+        if len(tail) >= 2 * TAIL:
+            self._tail = (base + TAIL, tail[TAIL:])
+        self._modules.setdefault(record.module, _Running()).add(record)
+        self._total.add(record)
+        key = (record.module, record.tags.get("run"), record.tags.get("task"))
+        self._where.setdefault(key, array("I")).append(index)
+        # dollars by every combination of the record's `INDEXED` tags (at most eight)
         tags = sorted((k, v) for k, v in record.tags.items() if k in INDEXED)
         for size in range(len(tags) + 1):
             for chosen in combinations(tags, size):
@@ -93,18 +156,71 @@ class Ledger:
         wanted = tuple(sorted((k, str(v)) for k, v in tags.items()))
         if all(k in INDEXED for k, _ in wanted):
             return self._dollars.get(wanted, 0.0)
-        return sum(r.dollars for r in self._records if all(r.tags.get(k) == v for k, v in wanted))
+        return sum(r.dollars for r in self.records if all(r.tags.get(k) == v for k, v in wanted))
 
     def totals(self) -> dict[str, ModuleTotals]:
-        """Totals per module, in order of first appearance."""
-        return _totals(self._records)
+        """Totals per module, in order of first appearance (kept as calls land)."""
+        return {module: totals.totals() for module, totals in list(self._modules.items())}
 
     def total(self) -> ModuleTotals:
-        """Totals over every call."""
-        out = ModuleTotals()
-        for record in self._records:
-            out.add(record)
-        return out
+        """Totals over every call (kept as calls land)."""
+        return self._total.totals()
+
+    def calls(self, module: str, **tags: object) -> list[CallRecord]:
+        """The calls of `module` whose tags include all of `tags`, oldest first; found by
+        module, run and task without decoding the others (a retry loop asks once per task)."""
+        wanted = {k: str(v) for k, v in tags.items()}
+        keys = [key for key in list(self._where) if key[0] == module
+                and ("run" not in wanted or key[1] == wanted["run"])
+                and ("task" not in wanted or key[2] == wanted["task"])]
+        indices = sorted(i for key in keys for i in self._where[key])
+        return [r for r in self._read(indices) if all(r.tags.get(k) == v for k, v in wanted.items())]
+
+    def last(self, **tags: object) -> CallRecord | None:
+        """The newest call whose tags include all of `tags`, or None (a caller looking for
+        the record of the call it just made: it is nearly always among the newest)."""
+        wanted = {k: str(v) for k, v in tags.items()}
+
+        def fits(record: CallRecord) -> bool:
+            return all(record.tags.get(k) == v for k, v in wanted.items())
+
+        end = len(self)
+        base, tail = self._tail
+        newest = min(end, base + len(tail))
+        for record in self._read(range(end - 1, newest - 1, -1)):  # only while another thread appends
+            if fits(record):
+                return record
+        for index in range(newest - 1, base - 1, -1):
+            if fits(tail[index - base]):
+                return tail[index - base]
+        needles = [_needle(k, v) for k, v in wanted.items()]
+        older = range(base - 1, -1, -1)
+        if all(needles):  # the lines this object wrote: look for the tags' bytes before decoding
+            mine, older = range(base - 1, self._mine - 1, -1), range(min(base, self._mine) - 1, -1, -1)
+            for index, line in zip(mine, self._lines.lines(mine), strict=True):
+                if all(n in line for n in needles if n is not None):
+                    record = decode(line, self._where_is(index))
+                    if fits(record):
+                        return record
+        return next((record for record in self._read(older) if fits(record)), None)
+
+    def _where_is(self, index: int) -> str:
+        return f"{self.path or 'ledger'}: record {index + 1}"
+
+    def _read_one(self, index: int) -> CallRecord:
+        return next(self._read([index]))
+
+    def _read(self, indices: Iterable[int]) -> Iterator[CallRecord]:
+        """The records at `indices` (each below len): the newest from memory, the others decoded."""
+        base, tail = self._tail
+        held = len(tail)
+        wanted = list(indices)
+        lines = self._lines.lines([i for i in wanted if not 0 <= i - base < held])
+        for index in wanted:
+            if 0 <= index - base < held:
+                yield tail[index - base]
+            else:
+                yield decode(next(lines), self._where_is(index))
 
     @staticmethod
     def read(path: Path | str) -> list[CallRecord]:
@@ -115,16 +231,23 @@ class Ledger:
     def iter_records(path: Path | str) -> Iterator[CallRecord]:
         """Records of a ledger file one at a time, for readers that only add them up (a
         whole benchmark's ledger holds hundreds of thousands)."""
-        return _load(Path(path))
+        return (record for _, _, record in load(Path(path)))
+
+
+def _needle(key: str, value: str) -> bytes | None:
+    """The bytes `"key":"value"` has in a line this ledger wrote, when that is certain."""
+    if not (_PLAIN.fullmatch(key) and _PLAIN.fullmatch(value)):
+        return None
+    return f"{json.dumps(key)}:{json.dumps(value)}".encode()
 
 
 class _View(Sequence[CallRecord]):
-    """A read-only window on the ledger's list (a slice is a copy of that slice only)."""
+    """A read-only window on the ledger (a slice is a tuple of that slice only)."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_ledger",)
 
-    def __init__(self, items: list[CallRecord]) -> None:
-        self._items = items
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
 
     @overload
     def __getitem__(self, index: int) -> CallRecord: ...
@@ -133,33 +256,29 @@ class _View(Sequence[CallRecord]):
     def __getitem__(self, index: slice) -> Sequence[CallRecord]: ...
 
     def __getitem__(self, index: int | slice) -> CallRecord | Sequence[CallRecord]:
+        size = len(self._ledger)
         if isinstance(index, slice):
-            return tuple(self._items[index])
-        return self._items[index]
+            return tuple(self._ledger._read(range(*index.indices(size))))
+        position = index + size if index < 0 else index
+        if not 0 <= position < size:
+            raise IndexError("ledger index out of range")
+        return self._ledger._read_one(position)
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._ledger)
 
     def __iter__(self) -> Iterator[CallRecord]:
-        return iter(self._items)
+        done = 0
+        while done < len(self._ledger):  # live, like a list's iterator: records appended meanwhile are seen
+            batch = range(done, min(len(self._ledger), done + TAIL))
+            yield from self._ledger._read(batch)
+            done = batch.stop
 
     def __reversed__(self) -> Iterator[CallRecord]:
-        return reversed(self._items)
+        return self._backwards(len(self._ledger))  # the length when asked, like a list's
 
-
-def _load(path: Path) -> Iterator[CallRecord]:
-    """Every record of a ledger file; one that is not a call record names file and line."""
-    for number, raw in enumerate(read_lines(path), start=1):
-        try:
-            yield CallRecord.model_validate(raw)
-        except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(p) for p in problem["loc"])
-            raise ValueError(f"{path}: record {number} is not a model call ({where}: {problem['msg']})") from None
-
-
-def _totals(records: Iterable[CallRecord]) -> dict[str, ModuleTotals]:
-    out: dict[str, ModuleTotals] = {}
-    for record in records:
-        out.setdefault(record.module, ModuleTotals()).add(record)
-    return out
+    def _backwards(self, end: int) -> Iterator[CallRecord]:
+        while end > 0:
+            batch = range(end - 1, max(end - TAIL, 0) - 1, -1)
+            yield from self._ledger._read(batch)
+            end = batch.stop + 1
