@@ -11,6 +11,7 @@ evaluator's scores on disk are reported, never shown to a judge.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -158,7 +159,7 @@ def judge_command(
         _check_rollouts(layout)
     except RunFolderError as e:
         raise fail(str(e)) from None
-    before = len(Ledger.read(layout.ledger_path)) if layout.ledger_path.exists() else 0
+    before = sum(1 for _ in Ledger.iter_records(layout.ledger_path))  # streamed: a benchmark's ledger is large
     try:
         judged = clock.run(rejudge(layout, judge=judge, representation=representation, model=model,
                                    base_url=base_url, narrator_model=narrator_model,
@@ -167,7 +168,7 @@ def judge_command(
         raise fail(f"the judge model needs an API key: set {e.variable}") from None
     except (UnknownProviderError, MissingTaskError, ValueError) as e:
         raise fail(str(e)) from None
-    new = Ledger.read(layout.ledger_path)[before:]
+    new = list(itertools.islice(Ledger.iter_records(layout.ledger_path), before, None))
     for task_id, done in sorted(judged.items()):
         chosen = "no selection" if done.selection.chosen is None else f"rollout {done.selection.chosen}"
         failed = f" (error: {done.selection.error[:300]})" if done.selection.error else ""
