@@ -180,19 +180,27 @@ class Ledger:
         """The newest call whose tags include all of `tags`, or None (a caller looking for
         the record of the call it just made: it is nearly always among the newest)."""
         wanted = {k: str(v) for k, v in tags.items()}
+        pairs = tuple(wanted.items())
 
         def fits(record: CallRecord) -> bool:
-            return all(record.tags.get(k) == v for k, v in wanted.items())
+            return all(record.tags.get(k) == v for k, v in pairs)
 
         end = len(self)
         base, tail = self._tail
         newest = min(end, base + len(tail))
-        for record in self._read(range(end - 1, newest - 1, -1)):  # only while another thread appends
-            if fits(record):
-                return record
-        for index in range(newest - 1, base - 1, -1):
-            if fits(tail[index - base]):
-                return tail[index - base]
+        if newest < end:  # only while another thread appends
+            for record in self._read(range(end - 1, newest - 1, -1)):
+                if fits(record):
+                    return record
+        if len(pairs) == 1:  # the usual question (one call's tag): compared inline, it is asked after every call
+            key, value = pairs[0]
+            for index in range(newest - 1, base - 1, -1):
+                if tail[index - base].tags.get(key) == value:
+                    return tail[index - base]
+        else:
+            for index in range(newest - 1, base - 1, -1):
+                if fits(tail[index - base]):
+                    return tail[index - base]
         needles = [_needle(k, v) for k, v in wanted.items()]
         older = range(base - 1, -1, -1)
         if all(needles):  # the lines this object wrote: look for the tags' bytes before decoding
