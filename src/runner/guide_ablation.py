@@ -118,7 +118,7 @@ def _rows_of(variant: str, layout: RunLayout) -> list[AblationRow]:
             for step in layout.rollout(task_id, k).iter_steps():
                 if step.guide and step.guide.get("error"):
                     row.guide_errors += 1
-    records = Ledger.read(layout.ledger_path) if layout.ledger_path.exists() else []
+    records = Ledger.iter_records(layout.ledger_path)  # streamed, added up once
     spent: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for r in records:
         group = task_group.get(str(r.tags.get("task")))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,7 +224,7 @@ def judging_errors(layout: RunLayout, task_id: str) -> JudgingErrors:
     return JudgingErrors(judge=judge, critic=critic)
 
 
-def _costs(layout: RunLayout, records: list[CallRecord], tasks: list[str]) -> dict[str, ModuleCost]:
+def _costs(layout: RunLayout, records: Iterable[CallRecord], tasks: list[str]) -> dict[str, ModuleCost]:
     """Per module, the mean (and median seconds) per task; ``rollout`` per rollout."""
     known = set(tasks)
     per_task: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0, 0.0]))
@@ -279,7 +280,7 @@ def compute_metrics(layout: RunLayout, domains: dict[str, str] | None = None) ->
     for task_id, result in results.items():
         by_domain[domain_of(domains, task_id)].append(result)
     errors = {task_id: judging_errors(layout, task_id) for task_id in results}
-    records = Ledger.read(layout.ledger_path) if layout.ledger_path.exists() else []
+    records = Ledger.iter_records(layout.ledger_path)  # streamed: a benchmark's ledger is ~1 GiB as objects
     return BenchMetrics(
         overall=group_metrics(list(results.values()), errors),
         domains={d: group_metrics(rs, errors) for d, rs in by_domain.items()},
