@@ -101,7 +101,16 @@ def accessible_editor(tmp_path_factory: pytest.TempPathFactory):  # type: ignore
             time.sleep(0.2)
         procs.append(subprocess.Popen(["mousepad", "--disable-server", str(root / "notes.txt")], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        time.sleep(5.0)  # window up and registered with the accessibility bus
+        # Ready once the editor's menus are in its AT-SPI tree (registration takes a moment
+        # after the window appears; a fixed wait was either too long or, under load, too short).
+        dump = Path(__file__).parents[2] / "benchmarks" / "gprm_tools" / "atspi_dump.py"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            tree = subprocess.run(["/usr/bin/python3", str(dump)], env=env, capture_output=True, text=True,
+                                  timeout=30, check=False).stdout
+            if 'name="File"' in tree and 'name="Search"' in tree:
+                break
+            time.sleep(0.2)
         yield env
     finally:
         for proc in [*reversed(procs), xvfb]:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 from runner_helpers import desktops_missing
-from test_guide_desktop import TASK, _check_guided, diverging_policy_and_guide
+from test_guide_desktop import TASK, _check_guided, _text, diverging_policy_and_guide
 from test_wide_desktop import _solver, _wrong_item, narrator_and_judge
 
 from contract_replies import structured
@@ -217,6 +217,22 @@ async def test_guided_retry_run_with_gpt_5_family_and_claude_passes_the_strict_s
     assert {r.body["model"] for r in claude.requests} == {"claude-sonnet-5-5", "claude-haiku-4-5"}
     assert all(not {"temperature", "top_p", "top_k"} & set(r.body) for r in claude.requests)
     assert {r.headers["anthropic-version"] for r in claude.requests} == {default_anthropic_version()}
+    # Each attempt is guided by its own GUI-PRA (memory and previous pick start empty), the
+    # guide's calls go to its own model, and the critic decides when to stop.
+    assert "retry attempt 0: done after 5 steps, score 1; critic REJECT" in stdout
+    assert "retry attempt 1: done after 5 steps, score 1; critic ACCEPT" in stdout
+    layout = RunLayout(tmp_path / "runs", "current-models")
+    for k in (0, 1):
+        traj = layout.rollout(TASK, k).read()
+        _check_guided(traj, "gprm", 2)
+        assert traj.steps[0].guide is not None and traj.steps[0].guide["previous"] is None
+        assert traj.steps[1].guide is not None and traj.steps[1].guide["previous"]["score"] == 9.0
+    scorers = [r for r in claude.requests if _text(r.body.get("system", "")).startswith("You are a process")]
+    assert len(scorers) == 2 * 2 * 5 and {r.body["model"] for r in scorers} == {"claude-sonnet-5-5"}
+    config_text = (layout.path / "config.json").read_text()
+    config = json.loads(config_text)
+    assert config["guide"]["name"] == "gprm" and config["guide"]["candidates"] == 2
+    assert config["guide"]["model"]["model"] == "anthropic/claude-sonnet-5-5" and KEY not in config_text
 
 
 async def test_guided_run_on_gpt_6_1_sol_with_its_own_guide_passes_the_strict_servers(tmp_path: Path) -> None:

@@ -7,16 +7,12 @@ beside its step, and guided rollouts run inside wide scaling with the Behavior J
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from runner_helpers import desktops_missing
 
 from contract_replies import structured
 from core.llm import Ledger, Script, ScriptRequest
@@ -188,48 +184,5 @@ async def test_guided_wide_scaling_with_the_behavior_judge(local_env: LocalEnvir
     assert re.findall(r"===== Candidate (\d+) =====", judged[0]) == ["1", "2"]
 
 
-async def test_agent_s3_run_guided_with_retry_as_a_subprocess(tmp_path: Path) -> None:
-    """`agent-s3 run --guide gprm --candidates 2 --guide-model ... --strategy retry`: every
-    attempt is guided by its own GUI-PRA (memory and previous pick start empty), the guide's
-    calls go to its own model, and the critic still decides when to stop."""
-    cli = Path(sys.executable).with_name("agent-s3")
-    if not cli.exists() or desktops_missing() is not None:
-        pytest.skip(desktops_missing() or "the agent-s3 console script is not installed here")
-    rewards = [0, 1]
-    guided = diverging_policy_and_guide()
-
-    @structured
-    def replies(request: ScriptRequest) -> str:
-        if "from the last screens" in _system(request):
-            reward = rewards.pop(0)
-            return json.dumps({"reason": "accepted" if reward else "not convinced", "score": reward})
-        return guided(request)
-
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(AGENT_S3_ENV_DIR=str(tmp_path / "envs"), OPENAI_API_KEY=KEY, COLUMNS="300")
-    async with OpenAIServer(Script("guided-cli", [replies] * 300), api_key=KEY) as server:
-        proc = await asyncio.create_subprocess_exec(
-            str(cli), "run", "--task", TASK, "--model", "openai/policy-model", "--base-url", server.base_url,
-            "--guide", "gprm", "--candidates", "2", "--guide-model", "openai/guide-model",
-            "-c", f"guide.model.base_url={server.base_url}",
-            "--strategy", "retry", "--attempts", "2", "--critic", "lastk", "--critic-model", "openai/critic-model",
-            "-c", f"critic.model.base_url={server.base_url}", "--settle", "0.2", "--max-steps", "8",
-            "--out", str(tmp_path / "runs"), "--run-id", "guided-cli",
-            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=150)
-    stdout = out.decode()
-    assert proc.returncode == 0, stdout + err.decode()
-    assert "retry attempt 0: done after 5 steps, score 1; critic REJECT: not convinced" in stdout
-    assert "retry attempt 1: done after 5 steps, score 1; critic ACCEPT: accepted" in stdout and not rewards
-    layout = RunLayout(tmp_path / "runs", "guided-cli")
-    for k in (0, 1):
-        traj = layout.rollout(TASK, k).read()
-        _check_guided(traj, "gprm", 2)
-        assert traj.steps[0].guide is not None and traj.steps[0].guide["previous"] is None
-        assert traj.steps[1].guide is not None and traj.steps[1].guide["previous"]["score"] == 9.0
-    scorers = [r for r in server.requests if _text(r.body["messages"][0]["content"]).startswith("You are a process")]
-    assert len(scorers) == 2 * 2 * 5 and {r.body["model"] for r in scorers} == {"guide-model"}
-    config = json.loads((layout.path / "config.json").read_text())
-    assert config["guide"]["name"] == "gprm" and config["guide"]["candidates"] == 2
-    assert config["guide"]["model"]["model"] == "openai/guide-model" and KEY not in (layout.path / "config.json").read_text()
+# `agent-s3 run --guide gprm --strategy retry` as a subprocess (each attempt guided afresh,
+# the guide on its own model): test_current_models_desktop.py, guided retry run.

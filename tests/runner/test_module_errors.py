@@ -216,13 +216,11 @@ async def test_cli_run_with_a_refused_model_says_so_and_exits_3(tmp_path: Path) 
     assert key not in html
 
 
-#: (module, options that put that module on the refusing server, what the summary must say)
+#: (module, options that put that module on the refusing server, what the summary must say);
+#: the narrator's and judge's models failing in a wide run: the next test.
 _REFUSED = {
     "guide": (["--guide", "gprm", "--candidates", "2", "--guide-model", "openai/guide", "--rollouts", "1",
                "--judge", "none", "-c", "guide.model.base_url={url}"], ["errors: guide 5/5"]),
-    "judge": (["--rollouts", "2", "--judge", "bjudge", "-c", "wide.judge_model.model=openai/judge",
-               "-c", "wide.judge_model.base_url={url}"],
-              ["errors: narrative 2/2 (bad_request", "judge 1/1 (bad_request 1)"]),
     "critic": (["--strategy", "retry", "--attempts", "2", "--critic", "themis", "--critic-model", "openai/critic",
                 "-c", "critic.model.base_url={url}"], ["errors: critic 2/2"]),
 }
@@ -263,8 +261,9 @@ async def test_cli_run_whose_module_model_is_refused_exits_3(tmp_path: Path, mod
 @pytest.mark.integration
 async def test_cli_wide_run_tells_refusals_spend_limits_and_cut_replies_apart(tmp_path: Path) -> None:
     """`agent-s3 run --rollouts 2 --judge bjudge` on a real desktop: the narrator's model refuses
-    to describe typing and its replies to every other step are cut at the token limit (also
-    with twice the limit); the judge's account is past its spend limit. Each failure is final
+    to describe typing, answers 400 to the click, and its replies to every other step are cut
+    at the token limit (also with twice the limit); the judge's account is past its spend
+    limit. The task was solved, yet the command exits 3. Each failure is final
     for its call (never re-asked as a format error, never retried as a rate limit) and shows
     as its own kind in the ledger, the summary and report.html; the command exits 3."""
     if not CLI.exists() or desktops_missing() is not None:
@@ -273,9 +272,12 @@ async def test_cli_wide_run_tells_refusals_spend_limits_and_cut_replies_apart(tm
     plan = PlannedReplies(plan=list(DEMO_PLANS["mousepad-append-line"].plan))
 
     def narrator(request: ScriptRequest) -> Reply:
-        typed = any('"kind": "type"' in m.text() for m in request.messages)
-        return Reply(refusal="I won't describe that.", finish_reason="refusal") if typed else Reply(
-            text='{"thoughts": "the screen', finish_reason="length")
+        said = "\n".join(m.text() for m in request.messages)
+        if '"kind": "type"' in said:
+            return Reply(refusal="I won't describe that.", finish_reason="refusal")
+        if '"kind": "click"' in said:
+            return Reply(error=400, message="Unsupported value: 'temperature' does not support 0 with this model.")
+        return Reply(text='{"thoughts": "the screen', finish_reason="length")
 
     spent = Reply(error=429, code="organization_spend_limit_exceeded", message="You exceeded your spend limit.")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
@@ -297,12 +299,15 @@ async def test_cli_wide_run_tells_refusals_spend_limits_and_cut_replies_apart(tm
     assert len(judging.requests) == 1  # a spend limit is final: one request, no rate-limit waits
     records = Ledger.read(tmp_path / "runs" / "kinds" / "ledger.jsonl")
     kinds = {r.error_kind for r in records if r.module == "narrative" and r.error}
-    assert kinds == {"refusal", "length"}
+    assert kinds == {"refusal", "length", "bad_request"}
+    assert all(r.retries == 0 for r in records if r.error_kind == "bad_request")  # a 400 is final
     assert [r.error_kind for r in records if r.module == "judge"] == ["spend_limit"]
     cut = [r for r in records if r.error_kind == "length"]
     assert all(r.retries == 0 and r.output_tokens > 0 for r in cut)  # asked twice inside one attempt, both billed
     assert "judge 1/1 (spend_limit 1)" in stdout and "refusal" in stdout and "length" in stdout
     assert "spend limit" in stdout  # the advice line
+    assert "errors: narrative 2/2 (length 4, bad_request 2, refusal 2), judge 1/1 (spend_limit 1)" in stdout, stdout
+    assert "module failures over the allowed share of 0%" in stdout
     html = (tmp_path / "runs" / "kinds" / "report.html").read_text()
     section = html.split('<section id="errors">', 1)[1].split("</section>")[0]
     assert "spend_limit 1" in section and "refusal" in section and "length" in section

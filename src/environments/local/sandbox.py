@@ -46,6 +46,8 @@ __all__ = ["Sandbox", "SandboxSettings"]
 
 _MIB = 1024 * 1024
 _log = logging.getLogger(__name__)
+#: How long a killed sandbox's processes may take to leave /proc before it is logged as an error.
+_GONE_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,17 +258,30 @@ class Sandbox:
         if self._cgroup is not None:
             self._cgroup.kill()
         if self.namespace is not None:
-            for _ in range(3):
-                left = namespace_processes(self.namespace)
-                if not left:
-                    break
-                kill_pids([p.pid for p in left])
+            self._until_namespace_empty(self.namespace)
         if proc is not None:
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+    @staticmethod
+    def _until_namespace_empty(namespace: int) -> None:
+        """Kill what the namespace still holds until none of it is left (bounded).
+
+        A killed init exits only after the kernel has reaped the namespace's other processes,
+        which takes a while on a loaded host: returning sooner would let a revert hand over a
+        fresh desktop while the old one is still in /proc.
+        """
+        deadline = time.monotonic() + _GONE_S
+        while left := namespace_processes(namespace):
+            if time.monotonic() > deadline:
+                named = ", ".join(f"{p.pid} {p.comm}" for p in left)
+                _log.error("pid namespace %d outlived %g s of SIGKILL: %s", namespace, _GONE_S, named)
+                return
+            kill_pids([p.pid for p in left])
+            time.sleep(0.01)
 
     def close(self) -> None:
         """Kill everything, then drop home, groups, socket and (once no process runs as it) the uid."""

@@ -273,3 +273,28 @@ def test_a_runner_in_the_default_autogroup_still_weighs_its_spare_down(
         assert _group_nice(sandbox.processes()) == {0}
     finally:
         sandbox.close()
+
+
+
+def test_a_kill_waits_until_the_namespace_has_left_proc(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A killed init leaves /proc only after the kernel has reaped the rest of its namespace:
+    on a loaded host that outlasts a few passes, and the kill must go on until it is empty."""
+    ghost = ProcInfo(pid=4242, ppid=1, pgid=4242, comm="bwrap", uid=100005)
+    seen: list[int] = []
+    killed: list[list[int]] = []
+
+    def slow_exit(namespace: int) -> list[ProcInfo]:
+        seen.append(namespace)
+        return [ghost] if len(seen) <= 12 else []
+
+    monkeypatch.setattr(sandbox_module, "namespace_processes", slow_exit)
+    monkeypatch.setattr(sandbox_module, "kill_pids", killed.append)
+    sandbox_module.Sandbox._until_namespace_empty(7)
+    assert len(seen) == 13 and killed == [[4242]] * 12
+
+    monkeypatch.setattr(sandbox_module, "namespace_processes", lambda namespace: [ghost])
+    monkeypatch.setattr(sandbox_module, "_GONE_S", 0.05)
+    sandbox_module.Sandbox._until_namespace_empty(7)
+    assert "pid namespace 7 outlived" in caplog.text and "4242 bwrap" in caplog.text
