@@ -55,15 +55,7 @@ class ModuleTotals(BaseModel):
     retries: int = 0
 
     def add(self, record: CallRecord) -> None:
-        self.calls += 1
-        self.errors += record.error is not None
-        self.input_tokens += record.input_tokens
-        self.output_tokens += record.output_tokens
-        self.cached_tokens += record.cached_tokens
-        self.cache_write_tokens += record.cache_write_tokens
-        self.dollars += record.dollars
-        self.seconds += record.seconds
-        self.retries += record.retries
+        _count(self, record)
 
 
 class _Running:
@@ -79,18 +71,23 @@ class _Running:
         self.dollars = self.seconds = 0.0
 
     def add(self, record: CallRecord) -> None:
-        self.calls += 1
-        self.errors += record.error is not None
-        self.input_tokens += record.input_tokens
-        self.output_tokens += record.output_tokens
-        self.cached_tokens += record.cached_tokens
-        self.cache_write_tokens += record.cache_write_tokens
-        self.dollars += record.dollars
-        self.seconds += record.seconds
-        self.retries += record.retries
+        _count(self, record)
 
     def totals(self) -> ModuleTotals:
         return ModuleTotals(**{name: getattr(self, name) for name in self.__slots__})
+
+
+def _count(into: ModuleTotals | _Running, record: CallRecord) -> None:
+    """Add one call to a set of sums (the model's and the ledger's running slots alike)."""
+    into.calls += 1
+    into.errors += record.error is not None
+    into.input_tokens += record.input_tokens
+    into.output_tokens += record.output_tokens
+    into.cached_tokens += record.cached_tokens
+    into.cache_write_tokens += record.cache_write_tokens
+    into.dollars += record.dollars
+    into.seconds += record.seconds
+    into.retries += record.retries
 
 
 class Ledger:
