@@ -199,7 +199,9 @@ async def check_timeout_kills_children(env: Environment, kit: ConformanceKit) ->
     """A sandbox run that times out is reported as such, promptly, and its children stop."""
     box = _need_sandbox(env)
     beat = f"~/heartbeat-{secrets.token_hex(3)}"
-    script = f"(while true; do date +%s%N > {beat}; sleep 0.05; done) & sleep 300"
+    # Each beat appends a line: rewriting the file would leave it empty whenever the kill lands
+    # between the shell's truncation and date's write, and read as "the child never ran".
+    script = f"(while true; do date +%s%N >> {beat}; sleep 0.05; done) & sleep 300"
     t0 = time.monotonic()
     result = await _sh(box, script, timeout=1.0)
     took = time.monotonic() - t0
