@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import importlib.util
 import random
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
-import types
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,14 +37,18 @@ MODEL = "sim/openai/gpt-5-2025-08-07"
 MIX = (("policy", 29), ("reflection", 28), ("narrative", 28), ("grounding", 15))
 
 
-def reference_ledger(ref: str) -> type[Any]:
-    """The `Ledger` class of `ref`, loaded beside this checkout's (same package, own module)."""
+def reference_ledger(ref: str, folder: Path) -> type[Any]:
+    """The `Ledger` class of `ref`, imported beside this checkout's (same package, own module):
+    its file is written out of git into `folder` and imported from there like any module."""
     source = subprocess.check_output(["git", "show", f"{ref}:src/core/llm/ledger.py"], cwd=ROOT, text=True)
+    path = folder / "_reference_ledger.py"
+    path.write_text(source)
     name = "core.llm._reference_ledger"
-    module = types.ModuleType(name)
-    module.__package__ = "core.llm"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    exec(compile(source, f"{ref}:src/core/llm/ledger.py", "exec"), module.__dict__)  # noqa: S102 - our own source
+    spec.loader.exec_module(module)
     return module.Ledger  # type: ignore[no-any-return]
 
 
@@ -122,11 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", default=REFERENCE, help="git revision of the list-of-records ledger")
     args = parser.parse_args(argv)
     n = args.records
-    old_ledger = reference_ledger(args.reference)
     print(f"SIMULATED records: {n:,} shaped like a 361 x 10 run's; reference = Ledger of {args.reference}", flush=True)
     gen_seconds, _ = timed(lambda: sum(1 for _ in records(n)))
     rows: list[tuple[str, float, float, str]] = []
     with tempfile.TemporaryDirectory(prefix="ledger-memory-") as folder:
+        old_ledger = reference_ledger(args.reference, Path(folder))
         figures: dict[str, dict[str, Any]] = {}
         kinds: tuple[tuple[str, Callable[[Path], Any]], ...] = (("old", old_ledger), ("new", Ledger))
         for label, cls in kinds:
